@@ -1,0 +1,75 @@
+/**
+ * Faults the twin injects: API errors, added latency and connection resets per verb and resource, a node
+ * whose kubelet never comes back after a restart, and API outage windows. Set from the spec and changed at
+ * run time (tests add and clear them while a migration runs).
+ */
+import type { Fault } from './spec.ts';
+
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete';
+
+/** What the API layer must do to one request. */
+export interface RequestFault {
+  /** Answer with this status code instead of serving the request. */
+  readonly errorCode?: 429 | 500 | 503;
+  /** Destroy the connection without an answer. */
+  readonly reset?: boolean;
+  /** Milliseconds to wait before serving. */
+  readonly extraLatencyMs: number;
+}
+
+function matches(f: { verb?: Verb; resource?: string }, verb: Verb, resource: string): boolean {
+  return (!f.verb || f.verb === verb) && (!f.resource || f.resource === resource);
+}
+
+export class Faults {
+  #faults: Fault[];
+  readonly #startedAt: number;
+  readonly #random: () => number;
+
+  constructor(initial: readonly Fault[], opts: { startedAt?: number; random?: () => number } = {}) {
+    this.#faults = [...initial];
+    this.#startedAt = opts.startedAt ?? Date.now();
+    this.#random = opts.random ?? Math.random;
+  }
+
+  get list(): readonly Fault[] {
+    return this.#faults;
+  }
+
+  add(fault: Fault): void {
+    this.#faults.push(fault);
+  }
+
+  /** Remove faults of one kind, or all of them. */
+  clear(kind?: Fault['kind']): void {
+    this.#faults = kind ? this.#faults.filter((f) => f.kind !== kind) : [];
+  }
+
+  /** Decide what happens to one API request. `resource` is the plural (`nodes`). */
+  forRequest(verb: Verb, resource: string): RequestFault {
+    let extraLatencyMs = 0;
+    for (const f of this.#faults) {
+      if (f.kind === 'latency' && matches(f, verb, resource)) extraLatencyMs += f.extra;
+    }
+    for (const f of this.#faults) {
+      if (f.kind === 'reset' && matches(f, verb, resource) && this.#random() < f.rate) {
+        return { reset: true, extraLatencyMs };
+      }
+      if (f.kind === 'error' && matches(f, verb, resource) && this.#random() < f.rate) {
+        return { errorCode: f.code, extraLatencyMs };
+      }
+    }
+    return { extraLatencyMs };
+  }
+
+  /** Whether this node's kubelet stays down once restarted. */
+  nodeNeverReturns(node: string): boolean {
+    return this.#faults.some((f) => f.kind === 'nodeNeverReturns' && f.node === node);
+  }
+
+  /** Whether an API outage window covers this moment. */
+  apiOutageAt(now = Date.now()): boolean {
+    const t = now - this.#startedAt;
+    return this.#faults.some((f) => f.kind === 'apiOutage' && t >= f.after && t < f.after + f.duration);
+  }
+}
