@@ -1,0 +1,81 @@
+/**
+ * The local engine: the ASL that the CDK stack deploys, run in-process by aws-local-stepfunctions, each Task
+ * calling its step's handler directly instead of a Lambda function. It also counts state transitions
+ * (what Step Functions Standard bills) from the engine's event log.
+ */
+import { type EventLog, ExecutionAbortedError, StateMachine } from 'aws-local-stepfunctions';
+import type { StepId } from '../../state-machines/steps.ts';
+import type { RenderedWorkflow } from './render.ts';
+
+export type StepHandler = (event: unknown) => Promise<unknown>;
+
+export interface LocalRunOptions {
+  readonly workflow: RenderedWorkflow;
+  /** The function each step's Task calls. */
+  readonly handlers: Readonly<Record<StepId, StepHandler>>;
+  readonly input: Record<string, unknown>;
+  /** Replace retry intervals (ms) per state name, e.g. to test retries without waiting. */
+  readonly retryIntervalOverrides?: Readonly<Record<string, number | number[]>>;
+  /** Called for every engine event: progress output, tests. */
+  readonly onEvent?: (event: EventLog) => void;
+  readonly signal?: AbortSignal;
+}
+
+export interface LocalRunResult {
+  readonly status: 'SUCCEEDED' | 'FAILED' | 'ABORTED';
+  readonly output?: unknown;
+  /** The error that ended a failed run, as Step Functions reports it. */
+  readonly error?: { readonly name: string; readonly cause: string };
+  /** States entered plus retries: the count Step Functions Standard bills. */
+  readonly transitions: number;
+}
+
+/** Events that Step Functions bills as a state transition. */
+function isTransition(event: EventLog): boolean {
+  return event.type === 'StateEntered' || event.type === 'StateRetried';
+}
+
+export async function runLocally(opts: LocalRunOptions): Promise<LocalRunResult> {
+  const taskResourceLocalHandlers: Record<string, (input: unknown) => Promise<unknown>> = {};
+  for (const [stateName, step] of opts.workflow.taskSteps) {
+    const handler = opts.handlers[step];
+    // A Lambda gets its event as JSON and returns JSON: keep that boundary locally too.
+    taskResourceLocalHandlers[stateName] = async (input) =>
+      JSON.parse(JSON.stringify((await handler(JSON.parse(JSON.stringify(input)))) ?? null));
+  }
+  const machine = new StateMachine(opts.workflow.definition as never, {
+    validationOptions: { checkPaths: true },
+  });
+  const execution = machine.run(opts.input as never, {
+    overrides: {
+      taskResourceLocalHandlers: taskResourceLocalHandlers as never,
+      ...(opts.retryIntervalOverrides
+        ? { retryIntervalOverrides: opts.retryIntervalOverrides as never }
+        : {}),
+    },
+    noThrowOnAbort: false,
+  });
+  const abort = (): void => execution.abort();
+  opts.signal?.addEventListener('abort', abort, { once: true });
+
+  let transitions = 0;
+  const collect = (async () => {
+    for await (const event of execution.eventLogs) {
+      if (isTransition(event)) transitions += 1;
+      opts.onEvent?.(event);
+    }
+  })();
+  try {
+    const output = await execution.result;
+    await collect;
+    return { status: 'SUCCEEDED', output, transitions };
+  } catch (err) {
+    await collect.catch(() => undefined);
+    if (err instanceof ExecutionAbortedError) return { status: 'ABORTED', transitions };
+    const cause = err as Error & { cause?: unknown };
+    const inner = cause.cause instanceof Error ? cause.cause : cause;
+    return { status: 'FAILED', error: { name: inner.name, cause: inner.message }, transitions };
+  } finally {
+    opts.signal?.removeEventListener('abort', abort);
+  }
+}

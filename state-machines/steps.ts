@@ -1,0 +1,60 @@
+/**
+ * How a state machine turns a step into a Task. The CDK stack invokes one Lambda per step; the local
+ * engine renders the same definition with placeholder function ARNs and runs each Task in-process, keyed by
+ * its state name. So every definition is built through a `StepTaskFactory` and never names a function.
+ */
+import {
+  Duration,
+  type aws_lambda as lambda,
+  aws_stepfunctions as sfn,
+  aws_stepfunctions_tasks as tasks,
+} from 'aws-cdk-lib';
+import type { Construct } from 'constructs';
+import { STEP_RETRIES } from './retry-policies.ts';
+
+/** The steps of every workflow, by the id that names their handler and Lambda function. */
+export const STEP_IDS = [
+  'preflight',
+  'stage-ccm',
+  'move-control-plane-node',
+  'activate-ccm',
+  'flip-kubelet',
+  'verify',
+  'finalize',
+  'record-failure',
+] as const;
+export type StepId = (typeof STEP_IDS)[number];
+
+export interface StepTaskProps {
+  /** The Task's state name: a short sentence, unique in the definition. */
+  readonly stateName: string;
+  readonly step: StepId;
+  readonly payload: sfn.TaskInput;
+  /** Where the step's result goes in the state; DISCARD keeps the input as it was. */
+  readonly resultPath: string;
+  /** @default 5 minutes: steps wait at most 60 s inside an invocation (see retry-policies.ts). */
+  readonly timeout?: Duration;
+}
+
+export type StepTaskFactory = (scope: Construct, props: StepTaskProps) => sfn.TaskStateBase;
+
+/** A Task that invokes `functionFor(step)` with the payload as the event and its return value as the result. */
+export function lambdaStepTasks(functionFor: (step: StepId) => lambda.IFunction): StepTaskFactory {
+  return (scope, props) => {
+    const task = new tasks.LambdaInvoke(scope, props.stateName, {
+      stateName: props.stateName,
+      lambdaFunction: functionFor(props.step),
+      payload: props.payload,
+      payloadResponseOnly: true,
+      resultPath: props.resultPath,
+      taskTimeout: sfn.Timeout.duration(props.timeout ?? Duration.minutes(5)),
+    });
+    for (const retry of STEP_RETRIES) task.addRetry(retry);
+    return task;
+  };
+}
+
+/** Placeholder ARN of a step's function, for definitions rendered to run locally. */
+export function localFunctionArn(step: StepId): string {
+  return `arn:aws:lambda:local:000000000000:function:ccm-migrate-${step}`;
+}

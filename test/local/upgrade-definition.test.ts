@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest';
+import { NotReadyYetError, PreflightFailedError } from '../../lib/errors.ts';
+import { runLocally, type StepHandler } from '../../lib/local/engine.ts';
+import { renderDefinition } from '../../lib/local/render.ts';
+import { STEP_IDS, type StepId } from '../../state-machines/steps.ts';
+import { UPGRADE_STATES, upgradeDefinition } from '../../state-machines/upgrade.ts';
+
+const workflow = renderDefinition(upgradeDefinition);
+
+interface Call {
+  readonly step: StepId;
+  readonly event: Record<string, unknown>;
+}
+
+/** Handlers that record each call and answer from `answers` (default: an empty object). */
+function recording(answers: Partial<Record<StepId, StepHandler>> = {}): {
+  calls: Call[];
+  handlers: Record<StepId, StepHandler>;
+} {
+  const calls: Call[] = [];
+  const handlers = Object.fromEntries(
+    STEP_IDS.map((step) => [
+      step,
+      async (event: unknown) => {
+        calls.push({ step, event: event as Record<string, unknown> });
+        return answers[step] ? answers[step](event) : {};
+      },
+    ]),
+  ) as Record<StepId, StepHandler>;
+  return { calls, handlers };
+}
+
+const input = { clusterId: 'demo', runId: 'r1', maxUnavailable: 2, options: {} };
+const preflight = async (): Promise<unknown> => ({
+  alreadyExternal: false,
+  controlPlaneNodes: ['cp-1', 'cp-2', 'cp-3'],
+  workerNodes: ['w-1', 'w-2', 'w-3'],
+});
+
+describe('the upgrade definition, run by the local engine', () => {
+  it('runs the steps in order, control-plane nodes one at a time, then every kubelet', async () => {
+    const { calls, handlers } = recording({ preflight });
+
+    const result = await runLocally({ workflow, handlers, input });
+
+    expect(result.status).toBe('SUCCEEDED');
+    const order = calls.map((c) => (c.event.node ? `${c.step}:${c.event.node}` : c.step));
+    expect(order.slice(0, 5)).toEqual([
+      'preflight',
+      'stage-ccm',
+      'move-control-plane-node:cp-1',
+      'move-control-plane-node:cp-2',
+      'move-control-plane-node:cp-3',
+    ]);
+    expect(order[5]).toBe('activate-ccm');
+    expect(order.slice(6, 9)).toEqual(['flip-kubelet:cp-1', 'flip-kubelet:cp-2', 'flip-kubelet:cp-3']);
+    expect(order.slice(9, 12).sort()).toEqual(['flip-kubelet:w-1', 'flip-kubelet:w-2', 'flip-kubelet:w-3']);
+    expect(order.slice(12)).toEqual(['verify', 'finalize']);
+    expect(calls.every((c) => c.event.clusterId === 'demo' && c.event.runId === 'r1')).toBe(true);
+  });
+
+  it('goes straight to verification when the cluster is already external', async () => {
+    const { calls, handlers } = recording({ preflight: async () => ({ alreadyExternal: true }) });
+
+    const result = await runLocally({ workflow, handlers, input });
+
+    expect(result.status).toBe('SUCCEEDED');
+    expect(calls.map((c) => c.step)).toEqual(['preflight', 'verify', 'finalize']);
+  });
+
+  it('retries a step that is not ready yet and counts each retry as a transition', async () => {
+    let attempts = 0;
+    const { handlers } = recording({
+      preflight,
+      'activate-ccm': async () => {
+        attempts += 1;
+        if (attempts < 3) throw new NotReadyYetError('CCM not Ready');
+        return {};
+      },
+    });
+    const { handlers: plain } = recording({ preflight });
+
+    const retried = await runLocally({
+      workflow,
+      handlers,
+      input,
+      retryIntervalOverrides: { [UPGRADE_STATES.activate]: 0 },
+    });
+    const straight = await runLocally({ workflow, handlers: plain, input });
+
+    expect(retried.status).toBe('SUCCEEDED');
+    expect(attempts).toBe(3);
+    expect(retried.transitions - straight.transitions).toBe(2);
+  });
+
+  it('records the failure and fails the run with the step error name when a step fails', async () => {
+    const { calls, handlers } = recording({
+      preflight: async () => {
+        throw new PreflightFailedError('node w-2 has no instance');
+      },
+    });
+
+    const result = await runLocally({ workflow, handlers, input });
+
+    expect(result.status).toBe('FAILED');
+    expect(result.error?.name).toBe('PreflightFailed');
+    expect(calls.map((c) => c.step)).toEqual(['preflight', 'record-failure']);
+    expect(calls[1]?.event.error).toEqual({ Error: 'PreflightFailed', Cause: 'node w-2 has no instance' });
+  });
+});
