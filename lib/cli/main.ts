@@ -40,7 +40,7 @@ export function buildProgram(): Command {
     )
     .option('--port <n>', 'API port on 127.0.0.1 (default: a free one)', port)
     .action(async (o: { spec: string; stateDir?: string; port?: number }) => {
-      await serveTwin({ spec: await loadTwinSpec(o.spec), ...o });
+      await serveTwin({ ...o, spec: await loadTwinSpec(o.spec) });
     });
 
   program
@@ -51,7 +51,7 @@ export function buildProgram(): Command {
     .option('--spec <file>', 'twin spec to use instead of the example', DEFAULT_TWIN_SPEC)
     .option('--state-dir <dir>', 'state dir (default: a new temp dir)')
     .action(async (o: { spec: string; stateDir?: string }) => {
-      await serveTwin({ spec: await loadTwinSpec(o.spec), ...o });
+      await serveTwin({ ...o, spec: await loadTwinSpec(o.spec) });
     });
 
   return program;

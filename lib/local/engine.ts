@@ -3,11 +3,15 @@
  * calling its step's handler directly instead of a Lambda function. It also counts state transitions
  * (what Step Functions Standard bills) from the engine's event log.
  */
-import { type EventLog, ExecutionAbortedError, StateMachine } from 'aws-local-stepfunctions';
+import { ExecutionAbortedError, StateMachine } from 'aws-local-stepfunctions';
 import type { StepId } from '../../state-machines/steps.ts';
 import type { RenderedWorkflow } from './render.ts';
 
 export type StepHandler = (event: unknown) => Promise<unknown>;
+
+/** One entry of the engine's event log (the package declares the type but does not export it). */
+export type EventLog =
+  ReturnType<StateMachine['run']>['eventLogs'] extends AsyncGenerator<infer E> ? E : never;
 
 export interface LocalRunOptions {
   readonly workflow: RenderedWorkflow;
