@@ -4,7 +4,8 @@
  * rehearse a migration on it.
  */
 import { readFile } from 'node:fs/promises';
-import { parse as parseYaml, YAMLParseError } from 'yaml';
+import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
 
 export const PROVIDERS = ['aws', 'azure', 'gce', 'vsphere', 'openstack', 'ibm'] as const;
@@ -30,6 +31,49 @@ const KubernetesVersionSchema = z
   .transform((v) => (v.startsWith('v') ? v : `v${v}`));
 
 const NODE_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** A DNS-1123 label (cluster and group names: a group name prefixes its node names). */
+const LabelNameSchema = z
+  .string()
+  .max(63)
+  .regex(DNS_LABEL, 'must be a DNS label (lower-case a-z, 0-9 and -)');
+
+/**
+ * Node names are DNS-1123 subdomains of at most 253 characters, like real Node objects
+ * (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-subdomain-names).
+ */
+const NodeNameSchema = z.string().max(253).regex(NODE_NAME, 'must be a DNS subdomain');
+
+/**
+ * The kubelet's static pod directory on kubeadm hosts (`staticPodPath` in /var/lib/kubelet/config.yaml).
+ * https://kubernetes.io/docs/tasks/configure-pod-container/static-pod/
+ */
+export const STATIC_POD_DIR = '/etc/kubernetes/manifests';
+
+/**
+ * Why a host file path is refused, if it is: it must be absolute, name a file (no trailing slash), and
+ * have no `.`/`..` segments, which would let a spec write outside the node's directory.
+ */
+function hostPathProblem(p: string): string | undefined {
+  if (!p.startsWith('/') || p.includes('\0')) return 'file paths must be absolute';
+  if (p.endsWith('/')) return 'a file path must name a file, not a directory';
+  if (p.split('/').some((segment) => segment === '.' || segment === '..')) {
+    return 'file paths must not contain . or .. segments';
+  }
+  return undefined;
+}
+
+/**
+ * File contents. In a spec file a value may also be `{ file: relative/path }`, which loadTwinSpec replaces
+ * with that file's contents (relative to the spec), so real files copied from a node are kept once.
+ */
+const FileContentsSchema = z.string({
+  error: (issue) =>
+    isFileRef(issue.input)
+      ? 'a { file: … } reference is resolved only when the spec is loaded from its file (loadTwinSpec)'
+      : 'expected the file contents as a string, or { file: path relative to the spec }',
+});
 
 export const LatenciesSchema = z
   .object({
@@ -56,17 +100,26 @@ export type Latencies = z.infer<typeof LatenciesSchema>;
 export const NodeGroupSchema = z
   .object({
     /** Nodes are named `<name>-1` … `<name>-<count>` unless `names` is given. */
-    name: z.string().regex(NODE_NAME, 'must be a DNS label'),
+    name: LabelNameSchema,
     count: z.number().int().min(0).max(20_000).default(1),
     /** Explicit node names, instead of `<name>-<i>`; their number is the count. */
-    names: z.array(z.string().regex(NODE_NAME, 'must be a DNS subdomain')).optional(),
+    names: z.array(NodeNameSchema).optional(),
     role: z.enum(['control-plane', 'worker']),
     labels: z.record(z.string(), z.string()).default({}),
     /**
-     * Files of each host, by absolute path. `{{nodeName}}`, `{{nodeIP}}` and `{{index}}` are replaced per node.
+     * Files of each host, by absolute path; see renderHostFile for the per-node placeholders.
      * Control-plane nodes hold the static pod manifests under /etc/kubernetes/manifests.
      */
-    files: z.record(z.string().regex(/^\/[^\0]*$/, 'file paths must be absolute'), z.string()).default({}),
+    files: z
+      .record(z.string(), FileContentsSchema)
+      // Checked here rather than as the record's key schema, whose errors only say "Invalid key in record".
+      .superRefine((files, ctx) => {
+        for (const file of Object.keys(files)) {
+          const message = hostPathProblem(file);
+          if (message) ctx.addIssue({ code: 'custom', path: [file], message });
+        }
+      })
+      .default({}),
   })
   .strict();
 export type NodeGroup = z.infer<typeof NodeGroupSchema>;
@@ -75,7 +128,10 @@ export const CloudSchema = z
   .object({
     provider: ProviderSchema,
     region: z.string().min(1),
-    zones: z.array(z.string().min(1)).min(1),
+    zones: z
+      .array(z.string().min(1))
+      .min(1)
+      .refine((zones) => new Set(zones).size === zones.length, 'zones must be unique'),
     /** Cloud account/project/subscription the providerIDs name. */
     project: z.string().default('ccm-migrate-twin'),
     /** Nodes whose instance the cloud does not know (an identity mismatch a CCM would delete them for). */
@@ -129,7 +185,7 @@ export type Fault = z.infer<typeof FaultSchema>;
 export const TwinSpecSchema = z
   .object({
     kind: z.literal('ClusterTwin'),
-    name: z.string().regex(NODE_NAME, 'must be a DNS label'),
+    name: LabelNameSchema,
     kubernetesVersion: KubernetesVersionSchema,
     cloud: CloudSchema,
     latencies: LatenciesSchema.default(LatenciesSchema.parse({})),
@@ -138,36 +194,178 @@ export const TwinSpecSchema = z
   })
   .strict()
   .superRefine((spec, ctx) => {
-    const seen = new Set<string>();
+    checkNodeNames(spec.nodeGroups, ctx);
+    checkZones(spec.cloud, ctx);
     spec.nodeGroups.forEach((group, i) => {
-      if (group.names && group.names.length !== group.count && group.count !== 1) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['nodeGroups', i, 'names'],
-          message: 'names must have count entries',
-        });
-      }
-      for (const name of nodeNames(group)) {
-        if (seen.has(name)) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['nodeGroups', i, 'name'],
-            message: `node ${name} is defined twice`,
-          });
-        }
-        seen.add(name);
-      }
+      checkStaticPods(group, i, ctx);
     });
-    if (!spec.nodeGroups.some((g) => g.role === 'control-plane' && nodeNames(g).length > 0)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['nodeGroups'],
-        message: 'at least one control-plane node is required',
-      });
-    }
+    checkApiServer(spec.nodeGroups, ctx);
   });
 export type TwinSpec = z.infer<typeof TwinSpecSchema>;
 export type TwinSpecInput = z.input<typeof TwinSpecSchema>;
+
+type RefinementContext = z.core.$RefinementCtx<unknown>;
+
+/** Group names are unique (the cloud places nodes by group) and so are node names across groups. */
+function checkNodeNames(groups: readonly NodeGroup[], ctx: RefinementContext): void {
+  const groupNames = new Set<string>();
+  const seen = new Set<string>();
+  groups.forEach((group, i) => {
+    if (groupNames.has(group.name)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['nodeGroups', i, 'name'],
+        message: `group ${group.name} is defined twice`,
+      });
+    }
+    groupNames.add(group.name);
+    if (group.names && group.names.length !== group.count && group.count !== 1) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['nodeGroups', i, 'names'],
+        message: 'names must have count entries',
+      });
+    }
+    for (const name of nodeNames(group)) {
+      if (seen.has(name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['nodeGroups', i, group.names ? 'names' : 'name'],
+          message: `node ${name} is defined twice`,
+        });
+      }
+      seen.add(name);
+    }
+  });
+  if (!groups.some((g) => g.role === 'control-plane' && nodeNames(g).length > 0)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['nodeGroups'],
+      message: 'at least one control-plane node is required',
+    });
+  }
+}
+
+/**
+ * On AWS and GCE a zone name starts with its region (`us-east-1a`, `us-west-2-lax-1a`, `europe-west1-b`,
+ * the value of topology.kubernetes.io/zone): a zone of another region would give nodes labels that no
+ * real cloud controller could produce. (Not Azure: its nodes outside availability zones report their
+ * fault domain, `0`, `1`, as the zone.)
+ * https://kubernetes.io/docs/reference/labels-annotations-taints/#topologykubernetesiozone
+ */
+const ZONES_NAMED_AFTER_REGION: ReadonlySet<Provider> = new Set(['aws', 'gce']);
+
+function checkZones(cloud: Cloud, ctx: RefinementContext): void {
+  if (!ZONES_NAMED_AFTER_REGION.has(cloud.provider)) return;
+  cloud.zones.forEach((zone, i) => {
+    if (!zone.startsWith(cloud.region)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['cloud', 'zones', i],
+        message: `zone ${zone} is not in region ${cloud.region}`,
+      });
+    }
+  });
+}
+
+/** The values the twin substitutes into a host file for one node. */
+export interface HostFileValues {
+  readonly nodeName: string;
+  readonly nodeIP: string;
+  /** The node's position among all nodes of the spec, from 0 (NodePlacement.index). */
+  readonly index: number;
+}
+
+/** A group's file as it is written on one node: `{{nodeName}}`, `{{nodeIP}}` and `{{index}}` replaced. */
+export function renderHostFile(text: string, values: HostFileValues): string {
+  return text
+    .replaceAll('{{nodeName}}', values.nodeName)
+    .replaceAll('{{nodeIP}}', values.nodeIP)
+    .replaceAll('{{index}}', String(values.index));
+}
+
+/** What the kubelet needs of a static pod manifest to run it. */
+const StaticPodSchema = z.object({
+  kind: z.literal('Pod'),
+  metadata: z.object({ name: z.string().min(1), labels: z.record(z.string(), z.string()).optional() }),
+  spec: z.object({ containers: z.array(z.object({ name: z.string().min(1) })).min(1) }),
+});
+type StaticPod = z.infer<typeof StaticPodSchema>;
+
+/**
+ * The files the kubelet's file source reads as static pods: every file directly in the static pod
+ * directory, except hidden ones (pkg/kubelet/config/file.go skips names starting with a dot).
+ */
+function staticPodPaths(group: NodeGroup): string[] {
+  return Object.keys(group.files).filter((p) => {
+    const base = path.posix.basename(p);
+    return path.posix.dirname(p) === STATIC_POD_DIR && !base.startsWith('.');
+  });
+}
+
+/** A group's static pod manifest, rendered for its first node and parsed; an error message when it is not a Pod. */
+function parseStaticPod(group: NodeGroup, file: string): StaticPod | string {
+  const text = renderHostFile(group.files[file] ?? '', {
+    nodeName: nodeNames(group)[0] ?? group.name,
+    nodeIP: '10.0.0.11',
+    index: 0,
+  });
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (err) {
+    return `static pod manifest is not valid YAML: ${firstLine(err)}`;
+  }
+  const pod = StaticPodSchema.safeParse(doc);
+  if (pod.success) return pod.data;
+  const problems = pod.error.issues.map((issue) => `${formatPath(issue.path)}: ${issue.message}`);
+  return `static pod manifest is not a Pod the kubelet can run (${problems.join('; ')})`;
+}
+
+/**
+ * Every static pod manifest parses as a Pod. The real kubelet skips a file it cannot decode (with a log
+ * line); a spec that starts a cluster with one is a mistake, and a test of a broken manifest writes it at
+ * run time, where the kubelet model meets it like the real one.
+ */
+function checkStaticPods(group: NodeGroup, index: number, ctx: RefinementContext): void {
+  for (const file of staticPodPaths(group)) {
+    const pod = parseStaticPod(group, file);
+    if (typeof pod === 'string') {
+      ctx.addIssue({ code: 'custom', path: ['nodeGroups', index, 'files', file], message: pod });
+    }
+  }
+}
+
+function isApiServerPod(pod: StaticPod): boolean {
+  return (
+    pod.metadata.name === 'kube-apiserver' ||
+    pod.metadata.labels?.component === 'kube-apiserver' ||
+    pod.spec.containers.some((c) => c.name === 'kube-apiserver')
+  );
+}
+
+/**
+ * The twin's API server IS the kube-apiserver static pods (as on a kubeadm cluster): a spec where no
+ * control-plane node runs one would never answer, so it is refused here rather than timing out at start.
+ */
+function checkApiServer(groups: readonly NodeGroup[], ctx: RefinementContext): void {
+  const controlPlane = groups.filter((g) => g.role === 'control-plane' && nodeNames(g).length > 0);
+  // No control-plane node at all is reported by checkNodeNames.
+  if (controlPlane.length === 0) return;
+  const runsApiServer = controlPlane.some((g) =>
+    staticPodPaths(g).some((file) => {
+      const pod = parseStaticPod(g, file);
+      return typeof pod !== 'string' && isApiServerPod(pod);
+    }),
+  );
+  if (!runsApiServer) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['nodeGroups'],
+      message: `no control-plane node runs kube-apiserver: add its static pod manifest (${STATIC_POD_DIR}/kube-apiserver.yaml) to a control-plane group's files`,
+    });
+  }
+}
 
 /** The node names of a group, in order. */
 export function nodeNames(group: Pick<NodeGroup, 'name' | 'count' | 'names'>): string[] {
@@ -177,44 +375,121 @@ export function nodeNames(group: Pick<NodeGroup, 'name' | 'count' | 'names'>): s
 
 /** Bad spec input: the message lists each problem with its field path. */
 export class TwinSpecError extends Error {
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
     this.name = 'TwinSpecError';
   }
 }
 
-function formatIssues(source: string, error: z.ZodError): string {
-  const lines = error.issues.map((issue) => {
-    const path = issue.path.length ? issue.path.join('.') : '(root)';
-    return `  - ${path}: ${issue.message}`;
-  });
-  return `invalid twin spec ${source}:\n${lines.join('\n')}`;
+/** `nodeGroups[0].files["/etc/kubernetes/cloud.conf"]`: the path as a reader would write it. */
+function formatPath(segments: readonly PropertyKey[]): string {
+  if (segments.length === 0) return '(root)';
+  return segments
+    .map((segment, i) => {
+      if (typeof segment === 'number') return `[${segment}]`;
+      const key = String(segment);
+      if (/^[A-Za-z_$][\w$]*$/.test(key)) return i === 0 ? key : `.${key}`;
+      return `[${JSON.stringify(key)}]`;
+    })
+    .join('');
 }
 
-/** Validate a parsed spec object. */
+interface SpecProblem {
+  readonly path: readonly PropertyKey[];
+  readonly message: string;
+}
+
+function specError(source: string, problems: readonly SpecProblem[]): TwinSpecError {
+  const lines = problems.map((p) => `  - ${formatPath(p.path)}: ${p.message}`);
+  return new TwinSpecError(`invalid twin spec ${source}:\n${lines.join('\n')}`);
+}
+
+/** Validate a parsed spec object. File references must have been resolved (see loadTwinSpec). */
 export function parseTwinSpec(input: unknown, source = '(inline)'): TwinSpec {
   const result = TwinSpecSchema.safeParse(input);
-  if (!result.success) throw new TwinSpecError(formatIssues(source, result.error));
+  if (!result.success) throw specError(source, result.error.issues);
   return result.data;
 }
 
-/** Read and validate a spec file (YAML or JSON). */
+interface FileRef {
+  readonly file: string;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isFileRef(value: unknown): value is FileRef {
+  return isRecord(value) && typeof value.file === 'string' && Object.keys(value).length === 1;
+}
+
+/** A `{ file }` reference in a raw spec document: the files map that holds it, under which host path. */
+interface FileRefSite {
+  readonly files: Record<string, unknown>;
+  readonly hostFile: string;
+  readonly ref: FileRef;
+  readonly path: readonly PropertyKey[];
+}
+
+function fileRefSites(doc: unknown): FileRefSite[] {
+  if (!isRecord(doc) || !Array.isArray(doc.nodeGroups)) return [];
+  return doc.nodeGroups.flatMap((group: unknown, i): FileRefSite[] => {
+    if (!isRecord(group) || !isRecord(group.files)) return [];
+    const files = group.files;
+    return Object.entries(files).flatMap(([hostFile, ref]) =>
+      isFileRef(ref) ? [{ files, hostFile, ref, path: ['nodeGroups', i, 'files', hostFile] }] : [],
+    );
+  });
+}
+
+/**
+ * Replace, in place, each `{ file }` reference of a raw spec document with the contents of that file,
+ * relative to the spec's directory. Each file is read once however many groups name it.
+ */
+async function resolveFileRefs(doc: unknown, specFile: string): Promise<SpecProblem[]> {
+  const baseDir = path.dirname(specFile);
+  const reads = new Map<string, Promise<string>>();
+  const problems = await Promise.all(
+    fileRefSites(doc).map(async (site): Promise<SpecProblem[]> => {
+      const target = path.resolve(baseDir, site.ref.file);
+      const read = reads.get(target) ?? readFile(target, 'utf8');
+      reads.set(target, read);
+      try {
+        site.files[site.hostFile] = await read;
+        return [];
+      } catch (err) {
+        return [{ path: site.path, message: `cannot read ${site.ref.file}: ${errorCode(err)}` }];
+      }
+    }),
+  );
+  return problems.flat();
+}
+
+/** The YAML library's messages go on to draw the offending line; its first line names line and column. */
+function firstLine(err: unknown): string {
+  return (String((err as Error).message).split('\n')[0] ?? '').replace(/:$/, '');
+}
+
+function errorCode(err: unknown): string {
+  return (err as NodeJS.ErrnoException).code ?? String(err);
+}
+
+/** Read and validate a spec file (YAML or JSON), resolving its `{ file }` references. */
 export async function loadTwinSpec(file: string): Promise<TwinSpec> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    throw new TwinSpecError(
-      `cannot read twin spec ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
-    );
+    throw new TwinSpecError(`cannot read twin spec ${file}: ${errorCode(err)}`, { cause: err });
   }
   let doc: unknown;
   try {
     doc = parseYaml(text);
   } catch (err) {
-    if (err instanceof YAMLParseError)
-      throw new TwinSpecError(`twin spec ${file} is not valid YAML: ${err.message}`);
-    throw err;
+    // Every failure to parse comes from the text (syntax, duplicate keys, too many aliases, several documents).
+    throw new TwinSpecError(`twin spec ${file} is not valid YAML: ${firstLine(err)}`, { cause: err });
   }
+  const problems = await resolveFileRefs(doc, file);
+  if (problems.length > 0) throw specError(file, problems);
   return parseTwinSpec(doc, file);
 }
