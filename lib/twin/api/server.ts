@@ -1,0 +1,228 @@
+/**
+ * The twin's HTTP API server: plain node:http speaking the Kubernetes REST protocol, so that
+ * @kubernetes/client-node and kubectl use it unchanged. Routing, discovery, selectors, lists, watches and
+ * each verb live in their own modules; this one wires them and adds what sits in front of every request:
+ * availability, injected faults and latency, counting, and the Status answer to any failure.
+ */
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { TwinContext } from '../context.ts';
+import { StatusError } from '../errors.ts';
+import type { RequestFault, Verb } from '../faults.ts';
+import { BodyTooLargeError, MAX_BODY_BYTES, readBody } from './body.ts';
+import {
+  AGGREGATED_DISCOVERY_TYPE,
+  aggregatedDiscovery,
+  apiGroupList,
+  apiResourceList,
+  apiVersions,
+  versionInfo,
+  wantsAggregated,
+} from './discovery.ts';
+import {
+  type Answer,
+  createObject,
+  deleteCollection,
+  deleteObject,
+  getObject,
+  listCollection,
+  patchObject,
+  updateObject,
+  type VerbRequest,
+} from './handlers.ts';
+import { openApi } from './openapi.ts';
+import { sendJson, sendStatus, sendText } from './respond.ts';
+import { type ApiVerb, parseRoute, pathNotFound, type ResourceRoute } from './route.ts';
+import { type OpenWatch, startWatch } from './watch.ts';
+
+export interface ApiServerStats {
+  readonly requests: number;
+  readonly byVerb: Readonly<Record<string, number>>;
+}
+
+export interface ApiServer {
+  readonly url: string;
+  readonly port: number;
+  stats(): ApiServerStats;
+  close(): Promise<void>;
+}
+
+const HANDLERS: Record<Exclude<ApiVerb, 'watch'>, (r: VerbRequest) => Answer> = {
+  get: getObject,
+  list: listCollection,
+  create: createObject,
+  update: updateObject,
+  patch: patchObject,
+  delete: deleteObject,
+  deletecollection: deleteCollection,
+};
+
+/** How often open watches are checked against apiAvailable(). */
+const WATCH_OUTAGE_CHECK_MS = 50;
+
+/** Faults are configured per verb; a collection delete is a delete. */
+function faultVerb(verb: ApiVerb): Verb {
+  return verb === 'deletecollection' ? 'delete' : verb;
+}
+
+function injectedFailure(code: NonNullable<RequestFault['errorCode']>): StatusError {
+  if (code === 429) {
+    return new StatusError('TooManyRequests', 'Too many requests, please try again later.', {
+      retryAfterSeconds: 1,
+    });
+  }
+  if (code === 503)
+    return new StatusError('ServiceUnavailable', 'the server is currently unable to handle the request');
+  return new StatusError('InternalError', 'Internal error occurred: injected fault', {
+    causes: [{ message: 'injected fault' }],
+  });
+}
+
+export async function startApiServer(opts: {
+  ctx: TwinContext;
+  apiAvailable: () => boolean;
+  host: string;
+  port: number;
+}): Promise<ApiServer> {
+  const { ctx, apiAvailable } = opts;
+  const byVerb: Record<string, number> = {};
+  let requests = 0;
+  const watches = new Set<OpenWatch>();
+  const openapi = openApi(ctx.spec.kubernetesVersion);
+  let address = '';
+
+  async function serveResource(
+    route: ResourceRoute,
+    req: IncomingMessage,
+    res: ServerResponse,
+    query: URLSearchParams,
+  ) {
+    byVerb[route.verb] = (byVerb[route.verb] ?? 0) + 1;
+    const fault = ctx.faults.forRequest(faultVerb(route.verb), route.type.plural);
+    const delay = fault.extraLatencyMs + ctx.spec.latencies.apiRequest;
+    if (delay > 0) await sleep(delay, undefined, { signal: ctx.signal });
+    if (fault.reset) {
+      req.socket.destroy();
+      return;
+    }
+    if (fault.errorCode) throw injectedFailure(fault.errorCode);
+    if (route.verb === 'watch') {
+      const watch = startWatch({
+        req,
+        res,
+        store: ctx.store,
+        type: route.type,
+        namespace: route.namespace,
+        query,
+      });
+      watches.add(watch);
+      void watch.ended.then(() => watches.delete(watch));
+      return;
+    }
+    const body = route.verb === 'get' || route.verb === 'list' ? '' : await readBody(req);
+    const answer = HANDLERS[route.verb]({ store: ctx.store, route, query, headers: req.headers, body });
+    sendJson(res, answer.code, answer.body);
+  }
+
+  async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // With no kube-apiserver Ready (or in an outage window) nothing answers: the connection is dropped,
+    // which is what clients of a single control plane see while its only API server restarts (connection
+    // refused/reset), rather than a 503 that no real apiserver is there to send.
+    if (!apiAvailable()) {
+      req.socket.destroy();
+      return;
+    }
+    requests += 1;
+    const url = new URL(req.url ?? '/', 'http://twin');
+    const route = parseRoute(req.method ?? 'GET', url.pathname, url.searchParams);
+    const aggregated = wantsAggregated(req.headers.accept);
+    switch (route.kind) {
+      case 'health':
+        return sendText(res, 200, 'ok');
+      case 'version':
+        return sendJson(res, 200, versionInfo(ctx.spec.kubernetesVersion));
+      case 'apiVersions':
+        return aggregated
+          ? sendJson(res, 200, aggregatedDiscovery(true), AGGREGATED_DISCOVERY_TYPE)
+          : sendJson(res, 200, apiVersions(address));
+      case 'apiGroups':
+        return aggregated
+          ? sendJson(res, 200, aggregatedDiscovery(false), AGGREGATED_DISCOVERY_TYPE)
+          : sendJson(res, 200, apiGroupList());
+      case 'resourceList':
+        return sendJson(res, 200, apiResourceList(route.group, route.version));
+      case 'openapiRoot':
+        return sendJson(res, 200, openapi.root);
+      case 'openapiDocument': {
+        const doc = openapi.document(route.gv);
+        if (!doc) throw pathNotFound();
+        return sendJson(res, 200, doc);
+      }
+      case 'resource':
+        return serveResource(route, req, res, url.searchParams);
+    }
+  }
+
+  const server = http.createServer((req, res) => {
+    serve(req, res).catch((err: unknown) => {
+      if (ctx.signal.aborted || res.headersSent) {
+        res.destroy();
+      } else if (err instanceof BodyTooLargeError) {
+        // apimachinery's NewRequestEntityTooLargeError; not a reason StatusError knows.
+        const message = `Request entity too large: limit is ${MAX_BODY_BYTES}`;
+        sendJson(res, 413, {
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message,
+          reason: 'RequestEntityTooLarge',
+          code: 413,
+        });
+      } else {
+        sendStatus(res, err);
+      }
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+  address = `${hostForUrl}:${port}`;
+
+  const endWatches = () => {
+    for (const w of watches) w.end();
+  };
+  ctx.signal.addEventListener('abort', endWatches, { once: true });
+  // An API server that goes away takes its watches with it. One check for the whole server (not one
+  // per watch): while the API is unavailable, open watches are cut, and their clients re-list later.
+  const outageCheck = setInterval(() => {
+    if (watches.size > 0 && !apiAvailable()) for (const w of watches) w.drop();
+  }, WATCH_OUTAGE_CHECK_MS);
+  outageCheck.unref();
+
+  let closed: Promise<void> | undefined;
+  return {
+    url: `http://${address}`,
+    port,
+    stats: () => ({ requests, byVerb: { ...byVerb } }),
+    close: () => {
+      closed ??= new Promise<void>((resolve) => {
+        ctx.signal.removeEventListener('abort', endWatches);
+        clearInterval(outageCheck);
+        endWatches();
+        server.close(() => resolve());
+        // Keep-alive sockets and requests still waiting out an injected latency go now.
+        server.closeAllConnections();
+      });
+      return closed;
+    },
+  };
+}
