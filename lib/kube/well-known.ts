@@ -1,0 +1,4 @@
+/** Well-known Kubernetes names the product and the twin both depend on (k8s.io/cloud-provider/api). */
+
+/** Set by a kubelet running with --cloud-provider=external; removed by the CCM once it initialised the node. */
+export const UNINITIALIZED_TAINT = 'node.cloudprovider.kubernetes.io/uninitialized';

@@ -1,0 +1,246 @@
+/**
+ * Pods bound to a node (spec.nodeName set by the scheduler, a DaemonSet or a Job, not mirror pods), run by
+ * that node's kubelet: Running and Ready after latencies.podStart; pods that do not restart (Job pods)
+ * then complete with exit code 0. Node agent pods (label app.kubernetes.io/name=ccm-migrate-agent) run
+ * the agent in-process against the node's directory after latencies.jobStart and report its result
+ * through the container's termination message, as the real agent container does.
+ */
+import {
+  AGENT_NAME,
+  AGENT_REQUEST_ENV,
+  type AgentResult,
+  TERMINATION_MESSAGE_LIMIT,
+} from '../../agent/protocol.ts';
+import { runAgent } from '../../agent/run.ts';
+import { nodeRoot, type TwinContext } from '../context.ts';
+import type { KubeObject } from '../store.ts';
+import { type ContainerState, type ContainersView, nowISO, podStatus } from './pod-status.ts';
+import { CONFIG_MIRROR } from './static-pods.ts';
+import type { Timers } from './timers.ts';
+
+/** What the pod runner needs of a node's kubelet. */
+export interface PodHost {
+  readonly node: string;
+  readonly ip: string;
+  /** Position of the node in the cluster: picks its pod IP range. */
+  readonly index: number;
+  readonly up: boolean;
+}
+
+interface PodSpec {
+  nodeName?: string;
+  restartPolicy?: string;
+  hostNetwork?: boolean;
+  containers?: { name: string; env?: { name: string; value?: string }[] }[];
+}
+
+function specOf(pod: KubeObject): PodSpec {
+  return (pod.spec ?? {}) as PodSpec;
+}
+
+function keyOf(pod: KubeObject): string {
+  return `${pod.metadata.namespace}/${pod.metadata.name}`;
+}
+
+/** Whether this node's kubelet should run the pod (bound here, not a mirror pod, not finished or going). */
+function runnable(pod: KubeObject): boolean {
+  const phase = (pod.status as { phase?: string } | undefined)?.phase;
+  return (
+    !!specOf(pod).nodeName &&
+    !pod.metadata.annotations?.[CONFIG_MIRROR] &&
+    !pod.metadata.deletionTimestamp &&
+    phase !== 'Succeeded' &&
+    phase !== 'Failed'
+  );
+}
+
+/** Cut a termination message to the kubelet's limit in bytes, never inside a UTF-8 character. */
+export function truncateMessage(text: string, limit = TERMINATION_MESSAGE_LIMIT): string {
+  const bytes = Buffer.from(text);
+  if (bytes.length <= limit) return text;
+  let end = limit;
+  while (end > 0 && ((bytes[end] as number) & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end).toString();
+}
+
+export class WorkloadPodRunner {
+  readonly #ctx: TwinContext;
+  readonly #timers: Timers;
+  readonly #minor: number;
+  readonly #hosts: (node: string) => PodHost | undefined;
+  readonly #restartKubelet: (node: string) => Promise<void>;
+  /** Pods this runner has taken on, by namespace/name, with the uid it took on. */
+  readonly #taken = new Map<string, string>();
+  /** Pods bound to a node whose kubelet is down, by node. */
+  readonly #waiting = new Map<string, Set<string>>();
+  /** Pod IPs handed out per node. */
+  readonly #ipCounters = new Map<string, number>();
+
+  constructor(opts: {
+    ctx: TwinContext;
+    timers: Timers;
+    minor: number;
+    host: (node: string) => PodHost | undefined;
+    restartKubelet: (node: string) => Promise<void>;
+  }) {
+    this.#ctx = opts.ctx;
+    this.#timers = opts.timers;
+    this.#minor = opts.minor;
+    this.#hosts = opts.host;
+    this.#restartKubelet = opts.restartKubelet;
+  }
+
+  /** A pod was created, changed or deleted. */
+  observe(type: 'ADDED' | 'MODIFIED' | 'DELETED', pod: KubeObject): void {
+    const key = keyOf(pod);
+    if (type === 'DELETED') {
+      if (this.#taken.get(key) === pod.metadata.uid) this.#taken.delete(key);
+      return;
+    }
+    if (this.#taken.get(key) === pod.metadata.uid || !runnable(pod)) return;
+    const host = this.#hosts(specOf(pod).nodeName as string);
+    if (!host) return;
+    this.#taken.set(key, pod.metadata.uid ?? '');
+    this.#schedule(host, key);
+  }
+
+  /** A kubelet came back: it starts the pods bound to its node meanwhile. */
+  resume(host: PodHost): void {
+    const waiting = this.#waiting.get(host.node);
+    if (!waiting) return;
+    this.#waiting.delete(host.node);
+    for (const key of waiting) this.#schedule(host, key);
+  }
+
+  #schedule(host: PodHost, key: string): void {
+    if (!host.up) {
+      let set = this.#waiting.get(host.node);
+      if (!set) {
+        set = new Set();
+        this.#waiting.set(host.node, set);
+      }
+      set.add(key);
+      return;
+    }
+    const uid = this.#taken.get(key);
+    const current = (): KubeObject | undefined => {
+      const [ns, name] = key.split('/') as [string, string];
+      const pod = this.#ctx.store.tryGet('pods', ns, name);
+      return pod && pod.metadata.uid === uid && runnable(pod) ? pod : undefined;
+    };
+    const pod = current();
+    if (!pod) return;
+    const agent = pod.metadata.labels?.['app.kubernetes.io/name'] === AGENT_NAME;
+    const { latencies } = this.#ctx.spec;
+    this.#timers.after(agent ? latencies.jobStart : latencies.podStart, () => {
+      const now = current();
+      if (!now) return;
+      if (!host.up) {
+        this.#schedule(host, key);
+        return;
+      }
+      const startedAt = nowISO();
+      const podIP = specOf(now).hostNetwork ? host.ip : this.#podIP(host);
+      const running = this.#write(now, host, podIP, startedAt, 'Running', {
+        state: { running: { startedAt } },
+        restartCount: 0,
+        ready: true,
+      });
+      if (agent) void this.#runAgent(running, host, podIP, startedAt, current);
+      else if (specOf(now).restartPolicy === 'Never' || specOf(now).restartPolicy === 'OnFailure') {
+        this.#timers.after(latencies.podStart, () => {
+          const done = current();
+          if (done) this.#finish(done, host, podIP, startedAt, 0, 'Completed');
+        });
+      }
+    });
+  }
+
+  /** Run the agent with the request in its container's environment; its result is the termination message. */
+  async #runAgent(
+    pod: KubeObject,
+    host: PodHost,
+    podIP: string,
+    startedAt: string,
+    current: () => KubeObject | undefined,
+  ): Promise<void> {
+    const env = specOf(pod).containers?.flatMap((c) => c.env ?? []) ?? [];
+    const raw = env.find((e) => e.name === AGENT_REQUEST_ENV)?.value;
+    let result: AgentResult | undefined;
+    let message: string;
+    try {
+      result = await runAgent(raw === undefined ? undefined : JSON.parse(raw), {
+        hostRoot: nodeRoot(this.#ctx.stateDir, host.node),
+      });
+      message = JSON.stringify(result);
+    } catch (err) {
+      message = `agent failed: ${(err as Error).message}`;
+    }
+    if (this.#ctx.signal.aborted) return;
+    const done = current();
+    if (!done) return;
+    const ok = result?.ok === true;
+    this.#finish(
+      done,
+      host,
+      podIP,
+      startedAt,
+      ok ? 0 : 1,
+      ok ? 'Completed' : 'Error',
+      truncateMessage(message),
+    );
+    if (result?.restartKubelet) await this.#restartKubelet(host.node);
+  }
+
+  #finish(
+    pod: KubeObject,
+    host: PodHost,
+    podIP: string,
+    startedAt: string,
+    exitCode: number,
+    reason: string,
+    message?: string,
+  ): void {
+    const state: ContainerState = {
+      terminated: {
+        exitCode,
+        reason,
+        ...(message !== undefined ? { message } : {}),
+        startedAt,
+        finishedAt: nowISO(),
+      },
+    };
+    this.#write(pod, host, podIP, startedAt, exitCode === 0 ? 'Succeeded' : 'Failed', {
+      state,
+      restartCount: 0,
+      ready: false,
+    });
+  }
+
+  #write(
+    pod: KubeObject,
+    host: PodHost,
+    podIP: string,
+    startTime: string,
+    phase: 'Running' | 'Succeeded' | 'Failed',
+    containers: ContainersView,
+  ): KubeObject {
+    const next = structuredClone(pod);
+    next.status = podStatus(pod, {
+      phase,
+      hostIP: host.ip,
+      podIP,
+      startTime,
+      containers,
+      minor: this.#minor,
+    });
+    return this.#ctx.store.update('pods', next, { subresource: 'status' });
+  }
+
+  /** A pod IP from the node's own range (as a CNI allocates from the node's podCIDR). */
+  #podIP(host: PodHost): string {
+    const n = (this.#ipCounters.get(host.node) ?? 0) + 1;
+    this.#ipCounters.set(host.node, n);
+    return `10.${128 + ((host.index >> 8) & 127)}.${host.index & 255}.${(n % 253) + 1}`;
+  }
+}
