@@ -1,0 +1,198 @@
+/**
+ * The twin's cloud controllers: kube-controller-manager's cloud loops (while a KCM with an in-tree
+ * `--cloud-provider` leads) and external cloud-controller-managers (any Ready pod with a
+ * `cloud-controller-manager` container for the cloud's provider). They meet the cluster only through the
+ * store: controller pods and their readiness come from the kubelets, leadership from Leases, and the
+ * loops (node initialisation, node lifecycle, load balancers) write Nodes, Services and Events.
+ * One timer (the leader election retry period) drives renewals, retries and the lifecycle pass; pod,
+ * node and service events drive the rest.
+ */
+import type { TwinContext } from '../context.ts';
+import type { Provider } from '../spec.ts';
+import type { KubeObject, StoreEvent } from '../store.ts';
+import { controllerCandidate, podReady } from './candidates.ts';
+import { electionTimings, LeaderElection, type Participant } from './leader-election.ts';
+import type { CloudModel } from './model.ts';
+import { CloudNodeController } from './node-init.ts';
+import { CloudNodeLifecycleController } from './node-lifecycle.ts';
+import { ServiceController } from './services.ts';
+
+export interface ActiveController {
+  readonly kind: 'kube-controller-manager' | 'cloud-controller-manager';
+  readonly pod: string;
+  readonly namespace: string;
+  readonly node: string;
+  readonly provider: Provider;
+  /** Runs with --enable-leader-migration (shares the migration lease with the other kind; issue 8 deepens this). */
+  readonly leaderMigration: boolean;
+}
+
+export interface CloudControllers {
+  /** The controller processes running the cloud loops now. */
+  active(): readonly ActiveController[];
+  stop(): Promise<void>;
+}
+
+function objectKey(obj: KubeObject): string {
+  return `${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
+}
+
+function isApiServerPod(pod: KubeObject): boolean {
+  const containers = (pod.spec as { containers?: { name?: string }[] } | undefined)?.containers ?? [];
+  return pod.metadata.namespace === 'kube-system' && containers.some((c) => c.name === 'kube-apiserver');
+}
+
+function signature(runners: readonly Participant[]): string {
+  return runners
+    .map((p) => p.identity)
+    .sort()
+    .join(',');
+}
+
+/** Run `fn` soon, once for a burst of triggers, and outside the store's event dispatch. */
+function coalesced(fn: () => void): { trigger(): void; cancel(): void } {
+  let pending: NodeJS.Timeout | undefined;
+  return {
+    trigger: () => {
+      pending ??= setTimeout(() => {
+        pending = undefined;
+        fn();
+      }, 0);
+    },
+    cancel: () => clearTimeout(pending),
+  };
+}
+
+export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): CloudControllers {
+  const { store } = ctx;
+  const timings = electionTimings(ctx.spec.latencies.leaseDuration);
+  const election = new LeaderElection(store, timings);
+  /** Ready kube-apiserver pods: without one, no controller reaches the API. */
+  const apiServers = new Set<string>();
+  const apiUp = (): boolean => apiServers.size > 0 && !ctx.faults.apiOutageAt();
+
+  const nodeInit = new CloudNodeController(ctx, cloud, {
+    // Only a cloud-controller-manager initialises nodes: the in-tree KCM never removed that taint.
+    workers: () => {
+      if (!apiUp()) return 0;
+      const ccm = election.cloudLoopRunners().find((p) => p.kind === 'cloud-controller-manager');
+      return ccm?.concurrentNodeSyncs ?? 0;
+    },
+  });
+  const lifecycle = new CloudNodeLifecycleController(ctx, cloud);
+  const services = new ServiceController(ctx, cloud.provider, cloud.region);
+  const pendingServices = new Set<string>();
+  let lastRunners = '';
+
+  const loopsRun = (): boolean => apiUp() && election.cloudLoopRunners().length > 0;
+
+  const syncServices = (): void => {
+    if (!loopsRun()) return;
+    for (const key of pendingServices) {
+      pendingServices.delete(key);
+      const [namespace = '', name = ''] = key.split('/');
+      try {
+        services.sync(namespace, name);
+      } catch {
+        // The Service changed under us: its next event brings it back.
+      }
+    }
+  };
+
+  /** A new set of leaders starts its loops from a full resync, as controllers start from their informers. */
+  const onRunnersChanged = (): void => {
+    for (const svc of store.list('services').items) {
+      if (services.needsSync(svc)) pendingServices.add(objectKey(svc));
+    }
+    if (loopsRun()) lifecycle.monitor();
+  };
+
+  const round = (): void => {
+    try {
+      election.reconcile(apiUp());
+    } catch {
+      // A lease write the store refused is retried next period, as a failed API call is.
+    }
+    const now = signature(election.cloudLoopRunners());
+    if (now !== lastRunners) {
+      lastRunners = now;
+      onRunnersChanged();
+    }
+    syncServices();
+    nodeInit.pump();
+  };
+
+  const electionSoon = coalesced(round);
+  const servicesSoon = coalesced(syncServices);
+
+  const onPod = (pod: KubeObject, deleted: boolean): void => {
+    const key = objectKey(pod);
+    if (isApiServerPod(pod)) {
+      const wasUp = apiServers.size > 0;
+      if (!deleted && podReady(pod) && !pod.metadata.deletionTimestamp) apiServers.add(key);
+      else apiServers.delete(key);
+      if (wasUp !== apiServers.size > 0) electionSoon.trigger();
+    }
+    if (election.observe(key, deleted ? undefined : controllerCandidate(pod, cloud.provider))) {
+      electionSoon.trigger();
+    }
+  };
+
+  const onEvent = (event: StoreEvent): void => {
+    const deleted = event.type === 'DELETED';
+    if (event.key === 'pods') {
+      onPod(event.object, deleted);
+    } else if (event.key === 'nodes') {
+      nodeInit.observe(event);
+      lifecycle.observe(event);
+      nodeInit.pump();
+    } else if (event.key === 'services' && !deleted && services.needsSync(event.object)) {
+      pendingServices.add(objectKey(event.object));
+      servicesSoon.trigger();
+    }
+  };
+
+  const initial = (key: string): void => {
+    for (const object of store.list(key).items) {
+      onEvent({ type: 'ADDED', key, object, resourceVersion: store.resourceVersion });
+    }
+  };
+  initial('pods');
+  initial('nodes');
+  initial('services');
+  const unsubscribe = store.subscribe(onEvent);
+
+  const timer = setInterval(() => {
+    round();
+    if (loopsRun()) {
+      lifecycle.monitor();
+      nodeInit.retryFailed();
+      nodeInit.pump();
+    }
+  }, timings.retryMs);
+
+  let stopped = false;
+  const stop = (): void => {
+    if (stopped) return;
+    stopped = true;
+    clearInterval(timer);
+    electionSoon.cancel();
+    servicesSoon.cancel();
+    unsubscribe();
+    nodeInit.stop();
+  };
+  ctx.signal.addEventListener('abort', stop, { once: true });
+
+  return {
+    active: () =>
+      election.cloudLoopRunners().map((p) => ({
+        kind: p.kind,
+        pod: p.pod,
+        namespace: p.namespace,
+        node: p.node,
+        provider: cloud.provider,
+        leaderMigration: p.leaderMigration,
+      })),
+    stop: async () => stop(),
+  };
+}

@@ -1,0 +1,135 @@
+/**
+ * The cloud-node controller of a cloud-controller-manager (k8s.io/cloud-provider/controllers/node):
+ * initialises each node that carries the uninitialized taint with what the cloud knows of its instance
+ * (providerID, addresses, topology and instance-type labels), then removes the taint. A node whose instance
+ * is not found stays tainted and is retried later, as the real controller logs and requeues it.
+ * Workers: `--concurrent-node-syncs` of the CCM; each initialisation takes `latencies.nodeInit`.
+ */
+
+import { UNINITIALIZED_TAINT } from '../../kube/well-known.ts';
+import type { TwinContext } from '../context.ts';
+import type { KubeObject, StoreEvent } from '../store.ts';
+import { recordEvent } from './events.ts';
+import type { CloudModel, Instance } from './model.ts';
+import { hasUninitializedTaint, providerIDOf, type Taint } from './nodes.ts';
+
+/**
+ * The labels the cloud-node controller sets (getNodeModifiersFromCloudProvider): GA and the deprecated
+ * beta keys, both still written. https://kubernetes.io/docs/reference/labels-annotations-taints/
+ */
+function cloudLabels(instance: Instance): Record<string, string> {
+  return {
+    'node.kubernetes.io/instance-type': instance.instanceType,
+    'beta.kubernetes.io/instance-type': instance.instanceType,
+    'topology.kubernetes.io/region': instance.region,
+    'failure-domain.beta.kubernetes.io/region': instance.region,
+    'topology.kubernetes.io/zone': instance.zone,
+    'failure-domain.beta.kubernetes.io/zone': instance.zone,
+  };
+}
+
+/** The instance behind a node: by its providerID when it has one, else by name (InstanceMetadata). */
+export function instanceOf(cloud: CloudModel, node: KubeObject): Instance | undefined {
+  const providerID = providerIDOf(node);
+  return providerID ? cloud.instanceByProviderID(providerID) : cloud.instanceFor(node.metadata.name);
+}
+
+export interface NodeInitOptions {
+  /** Workers allowed now: 0 while no cloud-controller-manager runs the loop (or the API is down). */
+  readonly workers: () => number;
+}
+
+export class CloudNodeController {
+  readonly #ctx: TwinContext;
+  readonly #cloud: CloudModel;
+  readonly #opts: NodeInitOptions;
+  /** Tainted nodes waiting for a worker, in arrival order. */
+  readonly #queue = new Set<string>();
+  /** Nodes whose instance was not found: back in the queue at the next retry. */
+  readonly #failed = new Set<string>();
+  readonly #inFlight = new Map<string, NodeJS.Timeout>();
+
+  constructor(ctx: TwinContext, cloud: CloudModel, opts: NodeInitOptions) {
+    this.#ctx = ctx;
+    this.#cloud = cloud;
+    this.#opts = opts;
+  }
+
+  observe(event: StoreEvent): void {
+    const name = event.object.metadata.name;
+    if (event.type !== 'DELETED' && hasUninitializedTaint(event.object)) {
+      if (!this.#inFlight.has(name) && !this.#failed.has(name)) this.#queue.add(name);
+    } else {
+      this.#queue.delete(name);
+      this.#failed.delete(name);
+    }
+  }
+
+  /** Requeue the nodes that failed, as the workqueue's rate limiter eventually does. */
+  retryFailed(): void {
+    for (const name of this.#failed) this.#queue.add(name);
+    this.#failed.clear();
+  }
+
+  /** Start workers up to the allowed number. */
+  pump(): void {
+    const workers = this.#opts.workers();
+    for (const name of this.#queue) {
+      if (this.#inFlight.size >= workers || this.#ctx.signal.aborted) return;
+      this.#queue.delete(name);
+      const timer = setTimeout(() => {
+        this.#inFlight.delete(name);
+        try {
+          this.#sync(name);
+        } catch {
+          // A write the store refused (the node changed or went): try this node again later.
+          this.#failed.add(name);
+        }
+        this.pump();
+      }, this.#ctx.spec.latencies.nodeInit);
+      this.#inFlight.set(name, timer);
+    }
+  }
+
+  stop(): void {
+    for (const timer of this.#inFlight.values()) clearTimeout(timer);
+    this.#inFlight.clear();
+  }
+
+  #sync(name: string): void {
+    const node = this.#ctx.store.tryGet('nodes', undefined, name);
+    if (!node || !hasUninitializedTaint(node)) return;
+    if (this.#opts.workers() === 0) {
+      // The leader went away mid-initialisation: the next one starts this node again.
+      this.#queue.add(name);
+      return;
+    }
+    const instance = instanceOf(this.#cloud, node);
+    if (!instance) {
+      this.#failed.add(name);
+      return;
+    }
+    const next = structuredClone(node) as KubeObject & { spec: { providerID?: string; taints?: Taint[] } };
+    next.metadata.labels = { ...next.metadata.labels, ...cloudLabels(instance) };
+    next.spec.providerID ||= instance.providerID;
+    const taints = (next.spec.taints ?? []).filter((t) => t.key !== UNINITIALIZED_TAINT);
+    if (taints.length > 0) next.spec.taints = taints;
+    else delete next.spec.taints;
+    const updated = this.#ctx.store.update('nodes', next);
+    // Addresses go through the status subresource, as updateNodeAddress patches them.
+    this.#ctx.store.update(
+      'nodes',
+      {
+        ...structuredClone(updated),
+        status: { ...structuredClone(updated.status ?? {}), addresses: instance.addresses },
+      },
+      { subresource: 'status' },
+    );
+    recordEvent(this.#ctx.store, updated, {
+      type: 'Normal',
+      reason: 'Synced',
+      message: 'Node synced successfully',
+      component: 'cloud-node-controller',
+    });
+  }
+}

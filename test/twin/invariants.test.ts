@@ -1,0 +1,154 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { hasUninitializedTaint } from '../../lib/twin/cloud/nodes.ts';
+import { type InvariantMonitor, startInvariantMonitor } from '../../lib/twin/invariants.ts';
+import type { TwinSpec } from '../../lib/twin/spec.ts';
+import {
+  type CloudHarness,
+  kubeadmKcmCommand,
+  lease,
+  setPodReady,
+  startHarness,
+  until,
+  writeCcm,
+  writeKcm,
+  writeNode,
+} from './cloud-harness.ts';
+
+let h: CloudHarness | undefined;
+let monitor: InvariantMonitor | undefined;
+
+afterEach(async () => {
+  await monitor?.stop();
+  await h?.stop();
+  h = undefined;
+  monitor = undefined;
+});
+
+async function harness(
+  apiAvailable: () => boolean = () => true,
+  faults: TwinSpec['faults'] = [],
+): Promise<CloudHarness & { monitor: InvariantMonitor }> {
+  h = await startHarness((spec) => ({
+    ...spec,
+    faults,
+    latencies: { ...spec.latencies, leaseDuration: 300 },
+  }));
+  monitor = startInvariantMonitor({ ctx: h.ctx, controllers: h.controllers, apiAvailable, sampleMs: 5 });
+  return { ...h, monitor };
+}
+
+const withoutCloud = (argv: string[]): string[] => argv.filter((a) => !a.startsWith('--cloud'));
+const migrating = (argv: string[]): string[] => [...argv, '--enable-leader-migration'];
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('the invariant monitor', () => {
+  it('records a tainted node while no cloud controller runs, until a CCM initialises it', async () => {
+    const t = await harness();
+    writeKcm(t.store, 'cp-1', await kubeadmKcmCommand(withoutCloud));
+    writeNode(t.store, 'worker-1', { uninitialized: true });
+    await pause(30);
+    expect(t.monitor.violations()).toEqual([]);
+    writeCcm(t.store, 'ccm', 'cp-1');
+    const [violation] = await until(
+      () => t.monitor.violations().length > 0 && t.monitor.violations(),
+      'the interval to close',
+    );
+    expect(violation).toMatchObject({
+      kind: 'uninitialized-without-cloud-controller',
+      detail: { nodes: ['worker-1'], nodeCount: 1 },
+    });
+    expect(violation?.durationMs).toBeGreaterThanOrEqual(30);
+    expect(Date.parse(violation?.end ?? '') - Date.parse(violation?.start ?? '')).toBe(violation?.durationMs);
+    await t.monitor.stop();
+    expect(await t.invariantLines()).toEqual([violation]);
+  });
+
+  it('records an in-tree KCM and a CCM running the cloud loops at once', async () => {
+    const t = await harness();
+    writeKcm(t.store, 'cp-1', await kubeadmKcmCommand());
+    writeCcm(t.store, 'ccm', 'cp-1');
+    await until(() => t.controllers.active().length === 2, 'both controllers to lead');
+    setPodReady(t.store, 'kube-system', 'ccm', false);
+    const [violation] = await until(
+      () => t.monitor.violations().length > 0 && t.monitor.violations(),
+      'the interval to close',
+    );
+    expect(violation?.kind).toBe('two-cloud-controllers');
+    const controllers = ((violation?.detail.controllers ?? []) as { kind: string; pod: string }[]).map(
+      (c) => [c.kind, c.pod],
+    );
+    expect(controllers.sort()).toEqual([
+      ['cloud-controller-manager', 'ccm'],
+      ['kube-controller-manager', 'kube-controller-manager-cp-1'],
+    ]);
+    await t.monitor.stop();
+    expect((await t.invariantLines()).map((l) => l.kind)).toEqual(['two-cloud-controllers']);
+  });
+
+  it('records API outages, but not the API coming up at start, and closes open intervals on stop', async () => {
+    let up = false;
+    const t = await harness(() => up);
+    await pause(20);
+    up = true;
+    await pause(20);
+    up = false;
+    await pause(20);
+    up = true;
+    await until(() => t.monitor.violations().length === 1, 'the outage to be recorded');
+    up = false;
+    await pause(20);
+    await t.monitor.stop();
+    const lines = await t.invariantLines();
+    expect(lines.map((l) => l.kind)).toEqual(['api-unavailable', 'api-unavailable']);
+    for (const line of lines) {
+      expect(line.durationMs).toBeGreaterThan(0);
+      expect(line.detail).toEqual({});
+    }
+    expect(t.monitor.violations()).toEqual(lines);
+  });
+
+  it('records an injected outage window even when the API had not answered yet', async () => {
+    const t = await harness(
+      () => !h?.ctx.faults.apiOutageAt(),
+      [{ kind: 'apiOutage', after: 0, duration: 60 }],
+    );
+    const [outage] = await until(
+      () => t.monitor.violations().length > 0 && t.monitor.violations(),
+      'the outage',
+    );
+    expect(outage?.kind).toBe('api-unavailable');
+    expect(outage?.durationMs).toBeGreaterThan(0);
+  });
+
+  it('records nothing in a clean handover through leader migration', async () => {
+    const t = await harness();
+    writeKcm(t.store, 'cp-1', await kubeadmKcmCommand(migrating));
+    await until(() => t.controllers.active()[0]?.kind === 'kube-controller-manager', 'the KCM to lead');
+    writeCcm(t.store, 'ccm', 'cp-1', ['--enable-leader-migration']);
+    await until(() => lease(t.store, 'cloud-controller-manager'), 'the CCM to hold its own lease');
+    t.store.delete('pods', 'kube-system', 'kube-controller-manager-cp-1');
+    writeKcm(t.store, 'cp-1', await kubeadmKcmCommand((argv) => migrating(withoutCloud(argv))));
+    await until(() => t.controllers.active()[0]?.kind === 'cloud-controller-manager', 'the CCM to take over');
+    // Kubelets now register external: their nodes get initialised by the CCM.
+    writeNode(t.store, 'worker-1', { uninitialized: true });
+    await until(
+      () => !hasUninitializedTaint(t.store.get('nodes', undefined, 'worker-1')),
+      'worker-1 initialised',
+    );
+    await t.monitor.stop();
+    expect(t.monitor.violations()).toEqual([]);
+    expect(await t.invariantLines()).toEqual([]);
+  });
+
+  it('records nothing when the CCM starts only after the KCM dropped its provider (ADR 0002)', async () => {
+    const t = await harness();
+    writeKcm(t.store, 'cp-1', await kubeadmKcmCommand());
+    await until(() => t.controllers.active().length === 1, 'the KCM to lead');
+    t.store.delete('pods', 'kube-system', 'kube-controller-manager-cp-1');
+    writeKcm(t.store, 'cp-1', await kubeadmKcmCommand(withoutCloud));
+    writeCcm(t.store, 'ccm', 'cp-1');
+    await until(() => t.controllers.active()[0]?.kind === 'cloud-controller-manager', 'the CCM to lead');
+    await t.monitor.stop();
+    expect(t.monitor.violations()).toEqual([]);
+  });
+});
