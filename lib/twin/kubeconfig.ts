@@ -18,7 +18,8 @@ export function renderKubeconfig(opts: TwinKubeconfigOptions): string {
   return stringify({
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: opts.name, cluster: { server: opts.server } }],
+    // client-node 2.x refuses an http:// server unless TLS verification is explicitly off; kubectl ignores it.
+    clusters: [{ name: opts.name, cluster: { server: opts.server, 'insecure-skip-tls-verify': true } }],
     users: [{ name: user, user: { token: randomBytes(16).toString('hex') } }],
     contexts: [{ name: opts.name, context: { cluster: opts.name, user, namespace: 'default' } }],
     'current-context': opts.name,

@@ -1,0 +1,64 @@
+/**
+ * Cluster access: the typed API clients a step needs, built from a kubeconfig (a file in local mode, the
+ * text of a Secrets Manager secret in AWS, the file a twin writes). The kubeconfig's contents never leave
+ * this module: results and errors name the server only.
+ */
+import {
+  AppsV1Api,
+  BatchV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  KubeConfig,
+  KubernetesObjectApi,
+} from '@kubernetes/client-node';
+import { InvalidInputError } from '../errors.ts';
+
+export interface KubeClients {
+  /** The API server's URL (safe to log). */
+  readonly server: string;
+  readonly core: CoreV1Api;
+  readonly apps: AppsV1Api;
+  readonly batch: BatchV1Api;
+  readonly coordination: CoordinationV1Api;
+  /** Any kind by apiVersion/kind: server-side apply of provider manifests. */
+  readonly objects: KubernetesObjectApi;
+}
+
+function clientsFor(kc: KubeConfig, source: string): KubeClients {
+  const server = kc.getCurrentCluster()?.server;
+  if (!server) throw new InvalidInputError(`${source} has no current cluster with a server address`);
+  return {
+    server,
+    core: kc.makeApiClient(CoreV1Api),
+    apps: kc.makeApiClient(AppsV1Api),
+    batch: kc.makeApiClient(BatchV1Api),
+    coordination: kc.makeApiClient(CoordinationV1Api),
+    objects: KubernetesObjectApi.makeApiClient(kc),
+  };
+}
+
+/** Clients from a kubeconfig file; a missing or unreadable file is bad input, named by its path only. */
+export function clientsFromKubeconfigFile(file: string): KubeClients {
+  const kc = new KubeConfig();
+  try {
+    kc.loadFromFile(file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new InvalidInputError(
+      `cannot load kubeconfig ${file}: ${code ?? 'not a valid kubeconfig (YAML with clusters, users and contexts)'}`,
+    );
+  }
+  return clientsFor(kc, `kubeconfig ${file}`);
+}
+
+/** Clients from kubeconfig text (a secret's value). `source` names it in errors, e.g. the secret's ARN. */
+export function clientsFromKubeconfigText(text: string, source: string): KubeClients {
+  const kc = new KubeConfig();
+  try {
+    kc.loadFromString(text);
+  } catch {
+    // The parser's message may quote the text, which holds credentials: say only where it came from.
+    throw new InvalidInputError(`${source} is not a valid kubeconfig`);
+  }
+  return clientsFor(kc, source);
+}

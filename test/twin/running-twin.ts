@@ -1,0 +1,106 @@
+/**
+ * Test support for whole-twin tests: start a twin from a fixture (optionally with its host files edited),
+ * reach it with the real @kubernetes/client-node through the kubeconfig it writes, and wait for conditions.
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { clientsFromKubeconfigFile, type KubeClients } from '../../lib/kube/clients.ts';
+import { hostPath } from '../../lib/twin/context.ts';
+import { loadTwinSpec, parseTwinSpec, type TwinSpec } from '../../lib/twin/spec.ts';
+import { type RunningTwin, startTwin } from '../../lib/twin/twin.ts';
+
+export const FIXTURES = {
+  awsMini: fileURLToPath(new URL('../fixtures/twins/aws-mini.yaml', import.meta.url)),
+  awsHaMini: fileURLToPath(new URL('../fixtures/twins/aws-ha-mini.yaml', import.meta.url)),
+};
+
+/** A host file edit applied to one node group of a spec before the twin starts. */
+export interface FileEdit {
+  readonly group: string;
+  readonly file: string;
+  readonly edit: (text: string) => string;
+}
+
+/** A fixture spec with host files edited and top-level fields replaced (version, faults, …). */
+export async function fixtureSpec(
+  fixture: string,
+  opts: { edits?: readonly FileEdit[]; overrides?: Partial<TwinSpec> } = {},
+): Promise<TwinSpec> {
+  const spec = await loadTwinSpec(fixture);
+  const nodeGroups = spec.nodeGroups.map((g) => {
+    const files = { ...g.files };
+    for (const e of opts.edits ?? []) {
+      if (e.group !== g.name) continue;
+      const text = files[e.file];
+      if (text === undefined) throw new Error(`fixture group ${g.name} has no file ${e.file}`);
+      files[e.file] = e.edit(text);
+    }
+    return { ...g, files };
+  });
+  return parseTwinSpec({ ...spec, nodeGroups, ...opts.overrides }, fixture);
+}
+
+/** A running twin and the clients the product itself would build from the kubeconfig it writes. */
+export interface TestTwin extends KubeClients {
+  readonly twin: RunningTwin;
+  /** Read a node's host file. */
+  readFile(node: string, file: string): Promise<string>;
+  /** Write a node's host file, as an operator (or the node agent) would. */
+  writeFile(node: string, file: string, text: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startTestTwin(
+  spec: TwinSpec,
+  opts: { readyTimeoutMs?: number } = {},
+): Promise<TestTwin> {
+  const stateDir = await mkdtemp(path.join(os.tmpdir(), 'ccm-migrate-twin-test-'));
+  const twin = await startTwin({ spec, stateDir, readyTimeoutMs: opts.readyTimeoutMs ?? 10_000 }).catch(
+    async (err: unknown) => {
+      await rm(stateDir, { recursive: true, force: true });
+      throw err;
+    },
+  );
+  return {
+    twin,
+    ...clientsFromKubeconfigFile(twin.kubeconfigPath),
+    readFile: (node, file) => readFile(hostPath(stateDir, node, file), 'utf8'),
+    writeFile: (node, file, text) => writeFile(hostPath(stateDir, node, file), text),
+    stop: async () => {
+      await twin.stop();
+      await rm(stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Poll until `check` returns a value other than undefined/false (errors count as "not yet"), or fail with
+ * the last error or value seen.
+ */
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  opts: { timeoutMs?: number; what?: string } = {},
+): Promise<T> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 5_000);
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+      last = value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      const why = last instanceof Error ? last.message : JSON.stringify(last);
+      throw new Error(`timed out waiting for ${opts.what ?? 'a condition'} (last: ${why})`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+export function isReady(obj: { status?: { conditions?: { type: string; status: string }[] } }): boolean {
+  return obj.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
