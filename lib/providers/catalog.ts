@@ -1,0 +1,146 @@
+/**
+ * What ccm-migrate knows about each provider's external cloud-controller-manager (CCM). Every provider has
+ * an identity (its in-tree name, its providerID scheme), so that a cluster can be recognised whatever it
+ * runs; only providers with full facts (the CCM's images, manifest, lease …) can be migrated. AWS is the
+ * first; the other five follow with their facts (../shared/reference/PROVIDER-FACTS.md §2–§6).
+ */
+import { type InTreeProvider, kubernetesMinor } from '../controlplane/cloud-flag-rules.ts';
+import { InvalidInputError, UnsupportedProviderError } from '../errors.ts';
+import { AWS } from './aws.ts';
+
+export const PROVIDERS = ['aws', 'azure', 'gcp', 'vsphere', 'openstack', 'ibm'] as const;
+export type ProviderId = (typeof PROVIDERS)[number];
+
+export interface ProviderIdentity {
+  readonly id: ProviderId;
+  readonly displayName: string;
+  /** The in-tree `--cloud-provider` value; undefined for a provider that never was in-tree (IBM). */
+  readonly inTreeName: InTreeProvider | undefined;
+  /** The scheme of its nodes' providerIDs (`aws` in `aws:///us-east-1a/i-…`). */
+  readonly providerIdScheme: string;
+}
+
+/**
+ * Identities of all six, from PROVIDER-FACTS.md §8 ("Quick matrix": `--cloud-provider`, in-tree name,
+ * providerID).
+ */
+const IDENTITIES: Readonly<Record<ProviderId, ProviderIdentity>> = {
+  aws: { id: 'aws', displayName: 'AWS', inTreeName: 'aws', providerIdScheme: 'aws' },
+  azure: { id: 'azure', displayName: 'Azure', inTreeName: 'azure', providerIdScheme: 'azure' },
+  gcp: { id: 'gcp', displayName: 'Google Cloud', inTreeName: 'gce', providerIdScheme: 'gce' },
+  vsphere: { id: 'vsphere', displayName: 'vSphere', inTreeName: 'vsphere', providerIdScheme: 'vsphere' },
+  openstack: {
+    id: 'openstack',
+    displayName: 'OpenStack',
+    inTreeName: 'openstack',
+    providerIdScheme: 'openstack',
+  },
+  ibm: { id: 'ibm', displayName: 'IBM Cloud', inTreeName: undefined, providerIdScheme: 'ibm' },
+};
+
+/** A node's instance, as its providerID names it. */
+export interface ProviderInstance {
+  readonly zone?: string;
+  readonly instanceId: string;
+}
+
+/** The facts of a provider that ccm-migrate migrates (each in its own module, e.g. aws.ts). */
+export interface ProviderDetails {
+  /** `--cloud-provider` of the external CCM (IBM's is `ibm` although it has no in-tree name). */
+  readonly ccmCloudProvider: string;
+  /**
+   * The CCM image for each Kubernetes minor (1.x → image). Only images known to be published: a minor
+   * without one borrows the previous minor's (see ccmImageFor).
+   */
+  readonly ccmImages: Readonly<Record<number, string>>;
+  /** Where the CCM runs: its namespace, Deployment and container. */
+  readonly namespace: string;
+  readonly deploymentName: string;
+  /** The container the twin (and `kubectl logs`) look for; the one render sets image and flags on. */
+  readonly containerName: string;
+  /** The coordination.k8s.io Lease its leader holds (in `namespace`). */
+  readonly leaseName: string;
+  /** Its objects, a multi-document YAML under assets/providers/. */
+  readonly manifest: string;
+  /** The file name the CCM reads its cloud config as (the key in the config Secret). */
+  readonly cloudConfigFile: string;
+  /** The CSI drivers that take over the in-tree volume plugins (preflight: in-tree volumes must migrate first). */
+  readonly csiDrivers: readonly string[];
+  /** The instance a providerID of this provider names; undefined when it is not one. */
+  parseProviderID(providerID: string): ProviderInstance | undefined;
+}
+
+export type ProviderFacts = ProviderIdentity & ProviderDetails;
+
+const DETAILS: Partial<Record<ProviderId, ProviderDetails>> = { aws: AWS };
+
+export function isProviderId(id: string): id is ProviderId {
+  return (PROVIDERS as readonly string[]).includes(id);
+}
+
+export function supportedProviders(): ProviderId[] {
+  return PROVIDERS.filter((p) => DETAILS[p] !== undefined);
+}
+
+export function providerIdentity(id: ProviderId): ProviderIdentity {
+  return IDENTITIES[id];
+}
+
+/** The facts of a provider ccm-migrate migrates, or undefined (for code that only asks). */
+export function knownFacts(id: ProviderId): ProviderFacts | undefined {
+  const details = DETAILS[id];
+  return details && { ...IDENTITIES[id], ...details };
+}
+
+/** The facts of a provider, or UnsupportedProviderError saying which providers are supported. */
+export function providerFacts(id: string): ProviderFacts {
+  const supported = supportedProviders().join(', ');
+  if (!isProviderId(id)) {
+    throw new UnsupportedProviderError(
+      `unknown provider ${JSON.stringify(id)}: ccm-migrate knows ${PROVIDERS.join(', ')} and supports ${supported} so far`,
+    );
+  }
+  const facts = knownFacts(id);
+  if (!facts) {
+    throw new UnsupportedProviderError(
+      `ccm-migrate supports ${supported} so far; ${IDENTITIES[id].displayName} (${id}) comes with a later release`,
+    );
+  }
+  return facts;
+}
+
+/** The provider whose in-tree `--cloud-provider` value this is (`gce` → gcp); undefined for any other. */
+export function providerForInTreeName(name: string): ProviderId | undefined {
+  return PROVIDERS.find((p) => IDENTITIES[p].inTreeName !== undefined && IDENTITIES[p].inTreeName === name);
+}
+
+export interface CcmImage {
+  readonly image: string;
+  /** The Kubernetes minor the image is built for (26 for 1.26). */
+  readonly minor: number;
+}
+
+/**
+ * The CCM image for a cluster at `kubernetesVersion`: the one of its minor, else of the minor before. A CCM
+ * follows kube-controller-manager's version skew policy: never newer than kube-apiserver, and the cloud
+ * providers only promise compatibility with their own minor (PROVIDER-FACTS.md §0.2); one minor older is
+ * the tolerance ccm-migrate allows when a release has no image yet.
+ */
+export function ccmImageFor(provider: string, kubernetesVersion: string): CcmImage {
+  const facts = providerFacts(provider);
+  let minor: number;
+  try {
+    minor = kubernetesMinor(kubernetesVersion);
+  } catch {
+    throw new InvalidInputError(`not a Kubernetes version: ${JSON.stringify(kubernetesVersion)}`);
+  }
+  for (const m of [minor, minor - 1]) {
+    const image = facts.ccmImages[m];
+    if (image) return { image, minor: m };
+  }
+  const minors = Object.keys(facts.ccmImages).map(Number);
+  throw new UnsupportedProviderError(
+    `no ${facts.displayName} cloud-controller-manager for Kubernetes ${kubernetesVersion}: ccm-migrate has images ` +
+      `for 1.${Math.min(...minors)} to 1.${Math.max(...minors)}, and a CCM may be one minor older than the cluster, never newer`,
+  );
+}

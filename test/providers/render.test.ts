@@ -1,0 +1,146 @@
+import { createHash } from 'node:crypto';
+import type { V1Deployment, V1Secret } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { InvalidInputError, UnsupportedProviderError } from '../../lib/errors.ts';
+import {
+  CCM_LABEL_SELECTOR,
+  CCM_LABELS,
+  ccmDeploymentRef,
+  type KubeObject,
+  type RenderInput,
+  renderCcmObjects,
+} from '../../lib/providers/render.ts';
+
+const BASE: RenderInput = {
+  provider: 'aws',
+  kubernetesVersion: 'v1.26.15',
+  clusterName: 'prod-eu',
+  replicas: 2,
+};
+const CLOUD_CONF = '[Global]\nKubernetesClusterID = prod-eu\n';
+
+const deploymentOf = (objects: KubeObject[]) =>
+  objects.find((o) => o.kind === 'Deployment') as unknown as V1Deployment;
+const containerOf = (objects: KubeObject[]) =>
+  deploymentOf(objects).spec?.template.spec?.containers.find((c) => c.name === 'cloud-controller-manager');
+
+describe('renderCcmObjects (AWS)', () => {
+  it('gives every object its apiVersion, kind, name and ccm-migrate’s label, RBAC before the workload', () => {
+    const objects = renderCcmObjects(BASE);
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
+      'ServiceAccount/cloud-controller-manager',
+      'ClusterRole/system:cloud-controller-manager',
+      'ClusterRoleBinding/system:cloud-controller-manager',
+      'RoleBinding/cloud-controller-manager:apiserver-authentication-reader',
+      'Deployment/aws-cloud-controller-manager',
+    ]);
+    for (const o of objects) {
+      expect(o.apiVersion).toMatch(/^(v1|rbac\.authorization\.k8s\.io\/v1|apps\/v1)$/);
+      expect(o.metadata.labels?.['app.kubernetes.io/managed-by']).toBe('ccm-migrate');
+    }
+  });
+
+  it('runs the image for the cluster’s minor with the cluster’s name and the replicas asked', () => {
+    const objects = renderCcmObjects(BASE);
+    const d = deploymentOf(objects);
+    expect(d.metadata?.namespace).toBe('kube-system');
+    expect(d.spec?.replicas).toBe(2);
+    expect(containerOf(objects)?.image).toBe(
+      'registry.k8s.io/provider-aws/cloud-controller-manager:v1.26.14',
+    );
+    expect(containerOf(objects)?.args).toEqual([
+      '--cloud-provider=aws',
+      '--cluster-name=prod-eu',
+      '--configure-cloud-routes=false',
+      '--leader-elect=true',
+      '--use-service-account-credentials=true',
+      '--v=2',
+    ]);
+    expect(d.spec?.template.spec?.volumes).toBeUndefined();
+    expect(objects.some((o) => o.kind === 'Secret')).toBe(false);
+    expect(renderCcmObjects({ ...BASE, kubernetesVersion: 'v1.36.2' }).length).toBe(5);
+    expect(containerOf(renderCcmObjects({ ...BASE, kubernetesVersion: 'v1.36.2' }))?.image).toMatch(
+      /:v1\.35\.2$/,
+    );
+  });
+
+  it('stages at zero replicas', () => {
+    expect(deploymentOf(renderCcmObjects({ ...BASE, replicas: 0 })).spec?.replicas).toBe(0);
+  });
+
+  it('labels the workload so steps can find it, with a selector its pods match', () => {
+    const d = deploymentOf(renderCcmObjects(BASE));
+    const podLabels = d.spec?.template.metadata?.labels ?? {};
+    expect(podLabels).toMatchObject(CCM_LABELS);
+    expect(d.metadata?.labels).toMatchObject(CCM_LABELS);
+    for (const [k, v] of Object.entries(d.spec?.selector.matchLabels ?? {})) expect(podLabels[k]).toBe(v);
+    expect(CCM_LABEL_SELECTOR).toBe(
+      'app.kubernetes.io/managed-by=ccm-migrate,app.kubernetes.io/component=cloud-controller-manager',
+    );
+    expect(ccmDeploymentRef('aws')).toEqual({ namespace: 'kube-system', name: d.metadata?.name });
+  });
+
+  it('tolerates the uninitialized and control-plane taints, and runs on control-plane nodes', () => {
+    const pod = deploymentOf(renderCcmObjects(BASE)).spec?.template.spec;
+    expect(pod?.tolerations).toEqual(
+      expect.arrayContaining([
+        { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' },
+        { key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' },
+      ]),
+    );
+    expect(pod?.nodeSelector).toEqual({ 'node-role.kubernetes.io/control-plane': '' });
+    expect(pod?.serviceAccountName).toBe('cloud-controller-manager');
+  });
+
+  it('carries a cloud config in a Secret, mounted and passed with --cloud-config, only when there is one', () => {
+    const objects = renderCcmObjects({ ...BASE, cloudConfig: CLOUD_CONF });
+    expect(objects.map((o) => o.kind).slice(-2)).toEqual(['Secret', 'Deployment']);
+    const secret = objects.find((o) => o.kind === 'Secret') as unknown as V1Secret;
+    expect(secret.metadata).toMatchObject({
+      name: 'cloud-controller-manager-config',
+      namespace: 'kube-system',
+    });
+    expect(Buffer.from(secret.data?.['cloud.conf'] ?? '', 'base64').toString('utf8')).toBe(CLOUD_CONF);
+    const d = deploymentOf(objects);
+    const container = containerOf(objects);
+    expect(container?.args?.[0]).toBe('--cloud-config=/etc/kubernetes/cloud-config/cloud.conf');
+    expect(container?.volumeMounts).toEqual([
+      { name: 'cloud-config', mountPath: '/etc/kubernetes/cloud-config', readOnly: true },
+    ]);
+    expect(d.spec?.template.spec?.volumes).toEqual([
+      { name: 'cloud-config', secret: { secretName: 'cloud-controller-manager-config' } },
+    ]);
+    // A new config must restart the pods, which a changed Secret alone does not.
+    expect(d.spec?.template.metadata?.annotations?.['ccm-migrate/cloud-config-sha256']).toBe(
+      createHash('sha256').update(CLOUD_CONF).digest('hex'),
+    );
+    // A blank file is no config.
+    expect(renderCcmObjects({ ...BASE, cloudConfig: ' \n' })).toEqual(renderCcmObjects(BASE));
+  });
+
+  it('is deterministic, and a caller changing its result does not change the next one', () => {
+    const first = renderCcmObjects({ ...BASE, cloudConfig: CLOUD_CONF });
+    expect(renderCcmObjects({ ...BASE, cloudConfig: CLOUD_CONF })).toEqual(first);
+    const snapshot = structuredClone(first);
+    const d = deploymentOf(first);
+    d.spec?.template.spec?.containers[0]?.args?.push('--oops');
+    (first[0] as KubeObject).metadata.name = 'changed';
+    expect(renderCcmObjects({ ...BASE, cloudConfig: CLOUD_CONF })).toEqual(snapshot);
+  });
+
+  it('refuses bad input and unsupported providers or versions', () => {
+    for (const bad of [
+      { ...BASE, clusterName: '' },
+      { ...BASE, clusterName: 'my cluster' },
+      { ...BASE, replicas: -1 },
+      { ...BASE, replicas: 1.5 },
+      { ...BASE, provider: 'digitalocean' as never },
+    ]) {
+      expect(() => renderCcmObjects(bad)).toThrow(InvalidInputError);
+    }
+    expect(() => renderCcmObjects({ ...BASE, provider: 'azure' })).toThrow(UnsupportedProviderError);
+    expect(() => renderCcmObjects({ ...BASE, kubernetesVersion: 'v1.37.0' })).toThrow(
+      UnsupportedProviderError,
+    );
+  });
+});
