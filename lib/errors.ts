@@ -10,6 +10,8 @@ export const ERROR_NAMES = {
   notReadyYet: 'NotReadyYet',
   /** The API server answered 429 or 5xx; retried with backoff. */
   kubeApiThrottled: 'KubeApiThrottled',
+  /** The API server refused a request (403, 404, 409, 422 …) that the step did not expect. */
+  kubeApiRejected: 'KubeApiRejected',
   /** The API server could not be reached (connection refused/reset, DNS, timeout). */
   clusterUnreachable: 'ClusterUnreachable',
   /** A check before any change failed: nothing was changed. */
@@ -42,6 +44,18 @@ export class NotReadyYetError extends CcmMigrateError {
 export class KubeApiThrottledError extends CcmMigrateError {
   override readonly name = ERROR_NAMES.kubeApiThrottled;
   readonly retryable = true;
+}
+
+export class KubeApiRejectedError extends CcmMigrateError {
+  override readonly name = ERROR_NAMES.kubeApiRejected;
+  readonly retryable = false;
+  /** The HTTP status the API server answered. */
+  readonly status: number;
+
+  constructor(message: string, status: number) {
+    super(message);
+    this.status = status;
+  }
 }
 
 export class ClusterUnreachableError extends CcmMigrateError {

@@ -10,6 +10,7 @@ import {
   CoreV1Api,
   KubeConfig,
   KubernetesObjectApi,
+  VersionApi,
 } from '@kubernetes/client-node';
 import { InvalidInputError } from '../errors.ts';
 
@@ -20,25 +21,49 @@ export interface KubeClients {
   readonly apps: AppsV1Api;
   readonly batch: BatchV1Api;
   readonly coordination: CoordinationV1Api;
+  readonly version: VersionApi;
   /** Any kind by apiVersion/kind: server-side apply of provider manifests. */
   readonly objects: KubernetesObjectApi;
+  /** API requests sent so far through these clients (a run's summary reports them). */
+  requests(): number;
 }
 
 function clientsFor(kc: KubeConfig, source: string): KubeClients {
   const server = kc.getCurrentCluster()?.server;
   if (!server) throw new InvalidInputError(`${source} has no current cluster with a server address`);
+  // Every request of every generated client authenticates through the KubeConfig: count there.
+  let requests = 0;
+  const authenticate = kc.applySecurityAuthentication.bind(kc);
+  kc.applySecurityAuthentication = (context) => {
+    requests += 1;
+    return authenticate(context);
+  };
   return {
+    requests: () => requests,
     server,
     core: kc.makeApiClient(CoreV1Api),
     apps: kc.makeApiClient(AppsV1Api),
     batch: kc.makeApiClient(BatchV1Api),
     coordination: kc.makeApiClient(CoordinationV1Api),
+    version: kc.makeApiClient(VersionApi),
     objects: KubernetesObjectApi.makeApiClient(kc),
   };
 }
 
+/** Switch to a named context; an unknown one is bad input that lists the contexts there are. */
+function useContext(kc: KubeConfig, context: string | undefined, source: string): void {
+  if (context === undefined) return;
+  const names = kc.getContexts().map((c) => c.name);
+  if (!names.includes(context)) {
+    throw new InvalidInputError(
+      `${source} has no context "${context}" (it has: ${names.join(', ') || 'none'})`,
+    );
+  }
+  kc.setCurrentContext(context);
+}
+
 /** Clients from a kubeconfig file; a missing or unreadable file is bad input, named by its path only. */
-export function clientsFromKubeconfigFile(file: string): KubeClients {
+export function clientsFromKubeconfigFile(file: string, context?: string): KubeClients {
   const kc = new KubeConfig();
   try {
     kc.loadFromFile(file);
@@ -48,6 +73,7 @@ export function clientsFromKubeconfigFile(file: string): KubeClients {
       `cannot load kubeconfig ${file}: ${code ?? 'not a valid kubeconfig (YAML with clusters, users and contexts)'}`,
     );
   }
+  useContext(kc, context, `kubeconfig ${file}`);
   return clientsFor(kc, `kubeconfig ${file}`);
 }
 
