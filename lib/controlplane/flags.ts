@@ -73,6 +73,78 @@ export function formatFlags(flags: ReadonlyMap<string, string>): string[] {
   return [...flags].map(([name, value]) => formatFlag(name, value));
 }
 
+/** One change to an argument list, by index into the list as it was. */
+export type ArgEdit =
+  | { readonly kind: 'replace'; readonly index: number; readonly arg: string }
+  | { readonly kind: 'delete'; readonly index: number }
+  /** A new argument before `before` (the list's length: at the end). */
+  | { readonly kind: 'insert'; readonly before: number; readonly arg: string };
+
+/**
+ * The edits setFlags makes, in list order (an insertion before index i comes before any edit of i), so
+ * that an editor of the list's source text (a YAML sequence, an environment variable) can apply them in
+ * place. A flag already given once with its wanted value, in any spelling, is left as it is: an edit that
+ * is already in effect changes nothing.
+ */
+export function planFlagChanges(
+  args: readonly string[],
+  changes: Readonly<Record<string, string | null>>,
+): ArgEdit[] {
+  const tokens = tokenize(args);
+  const edits: ArgEdit[] = [];
+  const pending = Object.entries(changes)
+    .filter(([name, value]) => value !== null && !tokens.some((t) => t.name === name))
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) as [string, string][];
+  const settled = new Set(
+    Object.entries(changes)
+      .filter(([name, value]) => {
+        const given = tokens.filter((t) => t.name === name);
+        return value !== null && given.length === 1 && given[0]?.value === value;
+      })
+      .map(([name]) => name),
+  );
+  const written = new Set<string>();
+  for (const token of tokens) {
+    while (pending.length > 0 && (pending[0] as [string, string])[0] < token.name) {
+      const [name, value] = pending.shift() as [string, string];
+      edits.push({ kind: 'insert', before: token.start, arg: formatFlag(name, value) });
+    }
+    const change = Object.hasOwn(changes, token.name) ? changes[token.name] : undefined;
+    if (change === undefined || settled.has(token.name)) continue;
+    const keep = change !== null && !written.has(token.name);
+    if (keep) {
+      edits.push({ kind: 'replace', index: token.start, arg: formatFlag(token.name, change) });
+      written.add(token.name);
+    }
+    for (let i = keep ? token.start + 1 : token.start; i < token.end; i++)
+      edits.push({ kind: 'delete', index: i });
+  }
+  for (const [name, value] of pending)
+    edits.push({ kind: 'insert', before: args.length, arg: formatFlag(name, value) });
+  return edits;
+}
+
+/** Apply planned edits to the list they were planned for. */
+export function applyArgEdits(args: readonly string[], edits: readonly ArgEdit[]): string[] {
+  const out: string[] = [];
+  let next = 0;
+  const copyUpTo = (end: number): void => {
+    for (; next < end; next++) out.push(args[next] as string);
+  };
+  for (const edit of edits) {
+    if (edit.kind === 'insert') {
+      copyUpTo(edit.before);
+      out.push(edit.arg);
+    } else {
+      copyUpTo(edit.index);
+      if (edit.kind === 'replace') out.push(edit.arg);
+      next = edit.index + 1;
+    }
+  }
+  copyUpTo(args.length);
+  return out;
+}
+
 /**
  * Change flags in an argument list: a string sets the flag (its first occurrence is rewritten in place and
  * later duplicates dropped), `null` removes every occurrence. A new flag goes before the first flag whose
@@ -83,35 +155,59 @@ export function setFlags(
   args: readonly string[],
   changes: Readonly<Record<string, string | null>>,
 ): string[] {
-  const tokens = tokenize(args);
-  const byStart = new Map(tokens.map((t) => [t.start, t]));
-  const written = new Set<string>();
-  const out: string[] = [];
-  const pending = Object.entries(changes)
-    .filter(([name, value]) => value !== null && !tokens.some((t) => t.name === name))
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  for (let i = 0; i < args.length; ) {
-    const token = byStart.get(i);
-    if (!token) {
-      out.push(args[i] as string);
-      i++;
-      continue;
+  return applyArgEdits(args, planFlagChanges(args, changes));
+}
+
+/** Every value given to `name`, in order (component-base merges repeated `--feature-gates`). */
+export function flagValues(args: readonly string[], name: string): string[] {
+  return tokenize(args)
+    .filter((t) => t.name === name)
+    .map((t) => t.value);
+}
+
+/** The gates of a `--feature-gates` value (`A=true,B=false`), later entries winning; unparseable ones skipped. */
+function parseFeatureGates(value: string): Map<string, boolean> {
+  const gates = new Map<string, boolean>();
+  for (const entry of value.split(',')) {
+    const [name, raw] = entry.split('=').map((s) => s.trim());
+    if (name && raw !== undefined && /^(1|t|T|true|TRUE|True|0|f|F|false|FALSE|False)$/.test(raw)) {
+      gates.set(name, TRUE_SPELLINGS.has(raw));
     }
-    while (pending.length > 0 && (pending[0] as [string, string])[0] < token.name) {
-      const [name, value] = pending.shift() as [string, string];
-      out.push(formatFlag(name, value));
-    }
-    const change = Object.hasOwn(changes, token.name) ? changes[token.name] : undefined;
-    if (change === undefined) {
-      out.push(...args.slice(token.start, token.end));
-    } else if (change !== null && !written.has(token.name)) {
-      out.push(formatFlag(token.name, change));
-      written.add(token.name);
-    }
-    i = token.end;
   }
-  for (const [name, value] of pending) out.push(formatFlag(name, value as string));
-  return out;
+  return gates;
+}
+
+/**
+ * Change gates in a `--feature-gates` value: a gate already given is rewritten in place (its later
+ * duplicates dropped) unless it already has the wanted value, `null` removes every entry of it, and a gate
+ * not given is appended when `add` allows. Every other entry is kept as written. '' when no entry is left.
+ */
+export function setFeatureGates(
+  value: string,
+  changes: Readonly<Record<string, boolean | null>>,
+  opts: { add?: boolean } = {},
+): string {
+  const entries = value === '' ? [] : value.split(',');
+  const nameOf = (entry: string): string => entry.split('=')[0]?.trim() ?? '';
+  const current = parseFeatureGates(value);
+  const out: string[] = [];
+  const done = new Set<string>();
+  for (const entry of entries) {
+    const name = nameOf(entry);
+    const change = Object.hasOwn(changes, name) ? changes[name] : undefined;
+    if (change === undefined) out.push(entry);
+    else if (change !== null && !done.has(name)) {
+      const single = entries.filter((e) => nameOf(e) === name).length === 1;
+      out.push(single && current.get(name) === change ? entry : `${name}=${change}`);
+      done.add(name);
+    }
+  }
+  if (opts.add ?? true) {
+    for (const [name, change] of Object.entries(changes)) {
+      if (change !== null && !done.has(name)) out.push(`${name}=${change}`);
+    }
+  }
+  return out.join(',');
 }
 
 /**
@@ -198,7 +294,8 @@ export function writeEnvVar(text: string, name: string, value: string): string {
     const sep = text === '' || text.endsWith('\n') ? '' : '\n';
     return `${text}${sep}${name}=${quote(value)}\n`;
   }
-  const bare = last.quote === '' && /^[^\s"'\\#;$`]*$/.test(value);
+  // A bare value keeps its inner whitespace (systemd strips only the ends), so it stays bare when it can.
+  const bare = last.quote === '' && /^(?:[^\s"'\\#;$`](?:[^"'\\#;$`\r\n]*[^\s"'\\#;$`])?)?$/.test(value);
   const single = last.quote === "'" && !value.includes("'") && !value.includes('\n');
   const raw = bare ? value : single ? `'${value}'` : quote(value);
   return text.slice(0, last.valueStart) + raw + text.slice(last.valueEnd);

@@ -4,12 +4,14 @@
  *
  *   ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS
  *
- * with KUBELET_KUBEADM_ARGS from /var/lib/kubelet/kubeadm-flags.env and KUBELET_EXTRA_ARGS from
- * /etc/default/kubelet (later flags win, as in pflag), then the KubeletConfiguration file named by --config.
+ * with the flags of KUBELET_FLAG_SOURCES (KUBELET_KUBEADM_ARGS from /var/lib/kubelet/kubeadm-flags.env,
+ * KUBELET_EXTRA_ARGS from /etc/default/kubelet, …; later flags win, as in pflag), the list the node agent
+ * edits, then the KubeletConfiguration file named by --config.
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { parseFlags, readEnvArgs, splitArgs } from '../../controlplane/flags.ts';
+import { KUBELET_FLAG_SOURCES } from '../../controlplane/kubelet-sources.ts';
 import { hostPath } from '../context.ts';
 
 /**
@@ -18,8 +20,6 @@ import { hostPath } from '../context.ts';
  */
 const DROP_IN_ARGS =
   '--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf --config=/var/lib/kubelet/config.yaml';
-export const KUBEADM_FLAGS_FILE = '/var/lib/kubelet/kubeadm-flags.env';
-export const KUBELET_DEFAULTS_FILE = '/etc/default/kubelet';
 
 export interface KubeletStartConfig {
   /** Every flag the kubelet runs with, by name. */
@@ -70,8 +70,7 @@ export function readKubeletStartConfig(stateDir: string, node: string): KubeletS
     readEnvArgs(readOptional(hostPath(stateDir, node, file)) ?? '', name);
   const flags = parseFlags([
     ...splitArgs(DROP_IN_ARGS),
-    ...envArgs(KUBEADM_FLAGS_FILE, 'KUBELET_KUBEADM_ARGS'),
-    ...envArgs(KUBELET_DEFAULTS_FILE, 'KUBELET_EXTRA_ARGS'),
+    ...KUBELET_FLAG_SOURCES.flatMap((s) => envArgs(s.path, s.variable)),
   ]);
   const configPath = flags.get('config') ?? '';
   const text = configPath ? readOptional(hostPath(stateDir, node, configPath)) : undefined;
