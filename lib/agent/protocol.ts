@@ -1,6 +1,10 @@
 /**
  * The node agent's contract: what the orchestrator asks of it (in the Job's environment) and what it
  * answers (through the container's termination message). One schema for both sides.
+ *
+ * The orchestrator never sees a node file's text: the agent answers with hashes, the cloud-related flags it
+ * parsed and, for a change, a short unified diff. That keeps every answer inside the termination message's
+ * 4 KiB and keeps file contents (which can hold credentials) out of state payloads and logs.
  */
 import * as z from 'zod';
 
@@ -11,21 +15,85 @@ export const AGENT_REQUEST_ENV = 'CCM_MIGRATE_AGENT_REQUEST';
 /** Kubernetes keeps at most 4096 bytes of a termination message. */
 export const TERMINATION_MESSAGE_LIMIT = 4096;
 
+const HostPath = z.string().startsWith('/');
+const RunId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, 'a run id: letters, digits, . _ -');
+
+/** A flag's new value; `null` removes every occurrence of it. */
+const FlagChanges = z.record(z.string().min(1), z.string().nullable());
+/** A feature gate's new value inside `--feature-gates` (or a kubelet config's featureGates); `null` removes it. */
+const GateChanges = z.record(z.string().min(1), z.boolean().nullable());
+
 export const InspectRequestSchema = z.object({
   op: z.literal('inspect'),
-  runId: z.string().min(1),
-  /** Absolute host paths to report on. */
-  paths: z.array(z.string().startsWith('/')).min(1),
+  runId: RunId,
+  /** Absolute host paths to report on; kubelet flag sources are always reported too. */
+  paths: z.array(HostPath).default([]),
 });
 
-export const AgentRequestSchema = z.discriminatedUnion('op', [InspectRequestSchema]);
-export type AgentRequest = z.infer<typeof AgentRequestSchema>;
+/** Change flags in static pod manifests (first container's command/args). */
+export const StaticPodEditSchema = z.object({
+  path: HostPath,
+  flags: FlagChanges.default({}),
+  featureGates: GateChanges.default({}),
+  /**
+   * Remove the hostPath volume and its mount that carry the file a removed `--cloud-config` pointed at,
+   * when no remaining flag of the container refers to it.
+   */
+  dropUnusedCloudConfigVolume: z.boolean().default(false),
+});
+export type StaticPodEdit = z.infer<typeof StaticPodEditSchema>;
+
+export const SetFlagsRequestSchema = z.object({
+  op: z.literal('set-flags'),
+  runId: RunId,
+  /** Report what would change (with diffs) and change nothing. */
+  dryRun: z.boolean().default(false),
+  staticPods: z.array(StaticPodEditSchema).default([]),
+  /**
+   * Kubelet flags, wherever this node keeps them (see KUBELET_FLAG_SOURCES): a flag is set where it is
+   * already given (or in kubeadm-flags.env when nowhere) and removed from every source. The kubelet is
+   * restarted after the agent exits when a source changed.
+   */
+  kubelet: z.object({ flags: FlagChanges.default({}), featureGates: GateChanges.default({}) }).optional(),
+});
+
+export const RestartKubeletRequestSchema = z.object({
+  op: z.literal('restart-kubelet'),
+  runId: RunId,
+});
+
+export const RestoreRequestSchema = z.object({
+  op: z.literal('restore'),
+  runId: RunId,
+  /** Restore these files from the run's backups; every file the run backed up when empty. */
+  paths: z.array(HostPath).default([]),
+  dryRun: z.boolean().default(false),
+});
+
+export const AgentRequestSchema = z.discriminatedUnion('op', [
+  InspectRequestSchema,
+  SetFlagsRequestSchema,
+  RestartKubeletRequestSchema,
+  RestoreRequestSchema,
+]);
+export type AgentRequest = z.input<typeof AgentRequestSchema>;
+export type ParsedAgentRequest = z.infer<typeof AgentRequestSchema>;
 
 export const FileReportSchema = z.object({
   path: z.string(),
   exists: z.boolean(),
   sha256: z.string().optional(),
   size: z.number().optional(),
+  /** How the agent read it: a static pod manifest, a kubelet environment file, a KubeletConfiguration. */
+  kind: z.enum(['static-pod', 'kubelet-env', 'kubelet-config', 'other']).optional(),
+  /** The cloud-related flags it holds (CLOUD_FLAGS), after any change; feature gates as `feature-gates`. */
+  flags: z.record(z.string(), z.string()).optional(),
+  /** Whether this request changed it (or, on a dry run, would). */
+  changed: z.boolean().optional(),
+  /** Where the original of this run is kept on the host. */
+  backup: z.string().optional(),
+  /** Unified diff of the change, cut to fit the termination message. */
+  diff: z.string().optional(),
 });
 export type FileReport = z.infer<typeof FileReportSchema>;
 

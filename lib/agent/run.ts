@@ -1,52 +1,103 @@
 /**
  * The node agent's entry point: run one request against a host root. On a real node the root is `/host`
- * (the host filesystem mounted into the Job's pod); in the twin it is the node's directory.
+ * (the host filesystem mounted into the Job's pod); in the twin it is the node's directory. Every answer
+ * fits the termination message, the one channel back to the orchestrator.
  */
-import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
-import { type AgentRequest, AgentRequestSchema, type AgentResult, type FileReport } from './protocol.ts';
+import { inspect } from './ops/inspect.ts';
+import { failure } from './ops/report.ts';
+import { restartKubelet } from './ops/restart-kubelet.ts';
+import { restore } from './ops/restore.ts';
+import { setFlags } from './ops/set-flags.ts';
+import {
+  AgentRequestSchema,
+  type AgentResult,
+  type FileReport,
+  TERMINATION_MESSAGE_LIMIT,
+} from './protocol.ts';
 
 export interface AgentEnvironment {
   /** Where the host's `/` is mounted. */
   readonly hostRoot: string;
 }
 
-async function report(hostRoot: string, file: string): Promise<FileReport> {
-  try {
-    const bytes = await readFile(path.join(hostRoot, file));
-    return {
-      path: file,
-      exists: true,
-      size: bytes.length,
-      sha256: createHash('sha256').update(bytes).digest('hex'),
-    };
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { path: file, exists: false };
-    throw err;
+/** Appended to a diff cut short: a `\` line, which patch tools read as a remark. */
+const CUT_MARK = '\\ cut to fit the termination message\n';
+
+function bytes(result: AgentResult): number {
+  return Buffer.byteLength(JSON.stringify(result));
+}
+
+function cutDiff(diff: string, max: number): string {
+  if (diff.length <= max) return diff;
+  const end = diff.lastIndexOf('\n', max);
+  return `${diff.slice(0, end + 1)}${CUT_MARK}`;
+}
+
+function withFiles(result: AgentResult, map: (f: FileReport) => FileReport): AgentResult {
+  return { ...result, files: result.files.map(map) };
+}
+
+/**
+ * The result cut to `limit` bytes of JSON: diffs first (the longest cut to the largest length that fits,
+ * each marked), then the reported flags, then the error text, and the file reports only as a last resort.
+ */
+export function fitResult(result: AgentResult, limit = TERMINATION_MESSAGE_LIMIT): AgentResult {
+  if (bytes(result) <= limit) return result;
+  const longest = Math.max(0, ...result.files.map((f) => f.diff?.length ?? 0));
+  const cut = (max: number): AgentResult =>
+    withFiles(result, (f) => (f.diff === undefined ? f : { ...f, diff: cutDiff(f.diff, max) }));
+  let lo = 0;
+  let hi = longest;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (bytes(cut(mid)) <= limit) lo = mid;
+    else hi = mid - 1;
   }
+  const cutDiffs = cut(lo);
+  if (bytes(cutDiffs) <= limit) return cutDiffs;
+  const noDiffs = withFiles(cutDiffs, ({ diff: _, ...f }) => f);
+  if (bytes(noDiffs) <= limit) return noDiffs;
+  const noFlags = withFiles(noDiffs, ({ flags: _, ...f }) => f);
+  if (bytes(noFlags) <= limit) return noFlags;
+  const withError = (r: AgentResult): AgentResult => {
+    const spare = limit - bytes({ ...r, error: '' });
+    return { ...r, error: cutToBytes(r.error ?? '', spare) };
+  };
+  const errorCut = withError(noFlags);
+  return bytes(errorCut) <= limit ? errorCut : withError({ ...noFlags, files: [] });
 }
 
-async function inspect(
-  request: Extract<AgentRequest, { op: 'inspect' }>,
-  env: AgentEnvironment,
-): Promise<AgentResult> {
-  const files = await Promise.all(request.paths.map((p) => report(env.hostRoot, p)));
-  return { op: 'inspect', ok: true, changed: false, restartKubelet: false, files };
+/** The longest start of `text` whose JSON string takes at most `max` bytes between its quotes. */
+function cutToBytes(text: string, max: number): string {
+  let end = Math.min(text.length, Math.max(0, max));
+  while (end > 0 && Buffer.byteLength(JSON.stringify(text.slice(0, end))) - 2 > max) end--;
+  return text.slice(0, end);
 }
 
-/** Run one request; a request that does not parse is answered with `ok: false`, never a throw. */
-export async function runAgent(input: unknown, env: AgentEnvironment): Promise<AgentResult> {
+async function dispatch(input: unknown, env: AgentEnvironment): Promise<AgentResult> {
   const parsed = AgentRequestSchema.safeParse(input);
   if (!parsed.success) {
-    return {
-      op: 'unknown',
-      ok: false,
-      changed: false,
-      restartKubelet: false,
-      files: [],
-      error: `invalid agent request: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
-    };
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+    return failure('unknown', `invalid agent request: ${issues.join('; ')}`);
   }
-  return inspect(parsed.data, env);
+  const request = parsed.data;
+  try {
+    switch (request.op) {
+      case 'inspect':
+        return await inspect(request, env);
+      case 'set-flags':
+        return await setFlags(request, env);
+      case 'restart-kubelet':
+        return restartKubelet();
+      case 'restore':
+        return await restore(request, env);
+    }
+  } catch (err) {
+    return failure(request.op, (err as Error).message);
+  }
+}
+
+/** Run one request; any failure is answered with `ok: false`, never a throw. */
+export async function runAgent(input: unknown, env: AgentEnvironment): Promise<AgentResult> {
+  return fitResult(await dispatch(input, env));
 }

@@ -118,15 +118,19 @@ describe('node agent pods', () => {
     expect(terminated.exitCode).toBe(0);
     const result = AgentResultSchema.parse(JSON.parse(terminated.message));
     const kas = await h.read('cp-1', KAS);
-    expect(result.files).toEqual([
+    // The asked files first (hash, size, and how the agent read them), then the kubelet's flag sources.
+    expect(result.files.slice(0, 2)).toEqual([
       {
         path: KAS,
         exists: true,
         size: Buffer.byteLength(kas),
         sha256: createHash('sha256').update(kas).digest('hex'),
+        kind: 'static-pod',
+        flags: expect.objectContaining({ 'cloud-provider': 'aws' }),
       },
       { path: '/etc/nothing', exists: false },
     ]);
+    expect(result.files.map((f) => f.path)).toContain('/var/lib/kubelet/kubeadm-flags.env');
     expect(h.nodes.kubelet('cp-1').restarts).toBe(0);
   });
 

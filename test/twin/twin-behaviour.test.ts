@@ -284,14 +284,18 @@ describe('the node agent as a Job', () => {
     const message = pod?.status?.containerStatuses?.[0]?.state?.terminated?.message ?? '';
     const result = AgentResultSchema.parse(JSON.parse(message));
     const kas = await t.readFile('cp-1', KAS);
-    expect(result.files).toEqual([
+    // The asked files first (hash, size, and how the agent read them), then the kubelet's flag sources.
+    expect(result.files.slice(0, 2)).toEqual([
       {
         path: KAS,
         exists: true,
         size: Buffer.byteLength(kas),
         sha256: createHash('sha256').update(kas).digest('hex'),
+        kind: 'static-pod',
+        flags: expect.objectContaining({ 'cloud-provider': 'aws' }),
       },
       { path: '/etc/not-there', exists: false },
     ]);
+    expect(result.files.map((f) => f.path)).toContain('/var/lib/kubelet/kubeadm-flags.env');
   });
 });

@@ -1,0 +1,81 @@
+/**
+ * The agent on a real node, as the Job's container runs it (`node /opt/ccm-migrate/agent.mjs`): the
+ * request from the environment, the host's `/` at /host, the answer in the termination log. The kubelet is
+ * restarted last, from the host's namespaces, once the answer is written: the restarted kubelet then
+ * reports the finished container with it.
+ */
+import { execFile } from 'node:child_process';
+import { realpathSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { failure } from './ops/report.ts';
+import { AGENT_REQUEST_ENV, type AgentResult } from './protocol.ts';
+import { fitResult, runAgent } from './run.ts';
+
+export const HOST_ROOT_ENV = 'CCM_MIGRATE_AGENT_HOST_ROOT';
+export const TERMINATION_LOG_ENV = 'CCM_MIGRATE_AGENT_TERMINATION_LOG';
+
+/** systemd's kubelet, from the host's mount, UTS, IPC, network and PID namespaces (the pod has hostPID). */
+export const RESTART_KUBELET_COMMAND: readonly string[] = [
+  'nsenter',
+  '--target',
+  '1',
+  '--mount',
+  '--uts',
+  '--ipc',
+  '--net',
+  '--pid',
+  '--',
+  'systemctl',
+  'restart',
+  'kubelet',
+];
+
+export type RunCommand = (command: readonly string[]) => Promise<void>;
+
+const runCommand: RunCommand = async ([file, ...args]) => {
+  await promisify(execFile)(file as string, args, { timeout: 120_000 });
+};
+
+async function answer(env: NodeJS.ProcessEnv): Promise<AgentResult> {
+  let request: unknown;
+  try {
+    request = JSON.parse(env[AGENT_REQUEST_ENV] ?? '');
+  } catch {
+    return failure('unknown', `invalid agent request: ${AGENT_REQUEST_ENV} is not set to JSON`);
+  }
+  return runAgent(request, { hostRoot: env[HOST_ROOT_ENV] ?? '/host' });
+}
+
+/** Run the request of `env`; the process exit code: 0 when the answer is ok. */
+export async function agentMain(
+  env: NodeJS.ProcessEnv = process.env,
+  run: RunCommand = runCommand,
+): Promise<number> {
+  const log = env[TERMINATION_LOG_ENV] ?? '/dev/termination-log';
+  let result = await answer(env);
+  await writeFile(log, JSON.stringify(result));
+  if (result.restartKubelet) {
+    try {
+      await run(RESTART_KUBELET_COMMAND);
+    } catch (err) {
+      const why = (err as Error).message.split('\n')[0]?.slice(0, 200);
+      result = fitResult({ ...result, ok: false, error: `restarting the kubelet failed: ${why}` });
+      await writeFile(log, JSON.stringify(result));
+    }
+  }
+  return result.ok ? 0 : 1;
+}
+
+/** Whether this file (or the bundle made of it) is the process's entry; a ConfigMap mount is a symlink. */
+function isEntry(): boolean {
+  try {
+    const entry = process.argv[1];
+    return entry !== undefined && realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntry()) process.exitCode = await agentMain();

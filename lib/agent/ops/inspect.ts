@@ -1,0 +1,27 @@
+/** `inspect`: hash, size, kind and cloud flags of the asked files and of every kubelet flag source present. */
+import { KUBELET_FILES } from '../../controlplane/kubelet-sources.ts';
+import { readHostBytes } from '../files.ts';
+import type { AgentResult, ParsedAgentRequest } from '../protocol.ts';
+import type { AgentEnvironment } from '../run.ts';
+import { describeFile } from './report.ts';
+
+export async function inspect(
+  request: Extract<ParsedAgentRequest, { op: 'inspect' }>,
+  env: AgentEnvironment,
+): Promise<AgentResult> {
+  const asked = await Promise.all(
+    request.paths.map(async (p) => describeFile(p, await readHostBytes(env.hostRoot, p))),
+  );
+  const kubelet = await Promise.all(
+    KUBELET_FILES.filter((p) => !request.paths.includes(p)).map(async (p) =>
+      describeFile(p, await readHostBytes(env.hostRoot, p)),
+    ),
+  );
+  return {
+    op: 'inspect',
+    ok: true,
+    changed: false,
+    restartKubelet: false,
+    files: [...asked, ...kubelet.filter((f) => f.exists)],
+  };
+}

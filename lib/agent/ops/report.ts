@@ -1,0 +1,74 @@
+/**
+ * What the agent says about a file: its hash and size, how it read it, its cloud flags, and for a change a
+ * short unified diff. Shared by the operations; never the file's text itself.
+ */
+import { createHash } from 'node:crypto';
+import { createPatch } from 'diff';
+import {
+  isKubeletFlagFile,
+  KUBELET_CONFIG_FILE,
+  kubeletConfigGates,
+  kubeletFileArgs,
+} from '../../controlplane/kubelet-sources.ts';
+import { cloudFlagsOf, cloudFlagsOfArgs } from '../../controlplane/static-pod.ts';
+import { decodeText } from '../files.ts';
+import type { AgentResult, FileReport } from '../protocol.ts';
+
+/** Lines of context around a change: enough to place it, little enough to keep answers small. */
+const DIFF_CONTEXT = 1;
+
+function kindAndFlags(path: string, bytes: Buffer): Pick<FileReport, 'kind' | 'flags'> {
+  try {
+    const text = decodeText(path, bytes);
+    if (isKubeletFlagFile(path)) {
+      return { kind: 'kubelet-env', flags: cloudFlagsOfArgs(kubeletFileArgs(path, text)) };
+    }
+    if (path === KUBELET_CONFIG_FILE) {
+      const gates = kubeletConfigGates(text);
+      return { kind: 'kubelet-config', flags: gates === undefined ? {} : { 'feature-gates': gates } };
+    }
+    return { kind: 'static-pod', flags: cloudFlagsOf(text) };
+  } catch {
+    // Not a manifest (a cloud config, a certificate …) or not one the agent can read: hash and size only.
+    return { kind: 'other' };
+  }
+}
+
+/** A file as it is (or would be) now: undefined for a file that does not exist. */
+export function describeFile(path: string, content: string | Buffer | undefined): FileReport {
+  if (content === undefined) return { path, exists: false };
+  const bytes = typeof content === 'string' ? Buffer.from(content) : content;
+  return {
+    path,
+    exists: true,
+    sha256: createHash('sha256').update(bytes).digest('hex'),
+    size: bytes.length,
+    ...kindAndFlags(path, bytes),
+  };
+}
+
+/** The unified diff of a change, without the `Index:` banner; a missing file counts as empty. */
+function unifiedDiff(path: string, before: string | undefined, after: string | undefined): string {
+  const patch = createPatch(path, before ?? '', after ?? '', '', '', { context: DIFF_CONTEXT });
+  return patch.slice(patch.indexOf('--- '));
+}
+
+/** A file that changed (or, on a dry run, would). */
+export function changeReport(
+  path: string,
+  before: string | undefined,
+  after: string | undefined,
+  backup?: string,
+): FileReport {
+  const changed = before !== after;
+  return {
+    ...describeFile(path, after),
+    changed,
+    ...(changed && backup ? { backup } : {}),
+    ...(changed ? { diff: unifiedDiff(path, before, after) } : {}),
+  };
+}
+
+export function failure(op: string, error: string, files: FileReport[] = [], changed = false): AgentResult {
+  return { op, ok: false, changed, restartKubelet: false, files, error };
+}

@@ -1,0 +1,85 @@
+/**
+ * `set-flags`: change flags in static pod manifests and the kubelet's flag sources. Every edit is computed
+ * before anything is written, so a file the agent cannot read stops the request with nothing changed.
+ * Each file changed is backed up once per run, then replaced atomically.
+ */
+
+import { editKubeletSources, KUBELET_FILES } from '../../controlplane/kubelet-sources.ts';
+import { editStaticPod } from '../../controlplane/static-pod.ts';
+import { InvalidInputError } from '../../errors.ts';
+import { backUpOnce, readHostFile, writeAtomically } from '../files.ts';
+import type { AgentResult, FileReport, ParsedAgentRequest } from '../protocol.ts';
+import type { AgentEnvironment } from '../run.ts';
+import { changeReport, failure } from './report.ts';
+
+type SetFlagsRequest = Extract<ParsedAgentRequest, { op: 'set-flags' }>;
+
+interface PlannedFile {
+  readonly path: string;
+  readonly before: string | undefined;
+  readonly after: string | undefined;
+  readonly kubelet: boolean;
+}
+
+/** The files as they would be after the request, in request order; throws InvalidInputError naming a file. */
+async function plan(request: SetFlagsRequest, hostRoot: string): Promise<PlannedFile[]> {
+  const pods = new Map<string, { before: string; after: string }>();
+  for (const edit of request.staticPods) {
+    const current = pods.get(edit.path);
+    const text = current?.after ?? (await readHostFile(hostRoot, edit.path));
+    if (text === undefined) throw new InvalidInputError(`${edit.path}: no such file`);
+    let after: string;
+    try {
+      after = editStaticPod(text, edit).text;
+    } catch (err) {
+      if (err instanceof InvalidInputError) throw new InvalidInputError(`${edit.path}: ${err.message}`);
+      throw err;
+    }
+    pods.set(edit.path, { before: current?.before ?? text, after });
+  }
+  const planned: PlannedFile[] = [...pods].map(([path, p]) => ({ path, ...p, kubelet: false }));
+  if (request.kubelet) {
+    const files: Record<string, string | undefined> = {};
+    for (const path of KUBELET_FILES) files[path] = await readHostFile(hostRoot, path);
+    const edits = editKubeletSources(files, request.kubelet);
+    for (const path of KUBELET_FILES) {
+      const after = edits[path]?.text;
+      if (files[path] !== undefined || after !== undefined) {
+        planned.push({ path, before: files[path], after, kubelet: true });
+      }
+    }
+  }
+  return planned;
+}
+
+export async function setFlags(request: SetFlagsRequest, env: AgentEnvironment): Promise<AgentResult> {
+  let planned: PlannedFile[];
+  try {
+    planned = await plan(request, env.hostRoot);
+  } catch (err) {
+    if (err instanceof InvalidInputError) return failure('set-flags', err.message);
+    throw err;
+  }
+  const reports: FileReport[] = [];
+  let changed = false;
+  let kubeletChanged = false;
+  for (const file of planned) {
+    const differs = file.before !== file.after;
+    if (!differs || request.dryRun || file.after === undefined) {
+      reports.push(changeReport(file.path, file.before, file.after));
+      continue;
+    }
+    try {
+      const backup = await backUpOnce(env.hostRoot, request.runId, file.path);
+      await writeAtomically(env.hostRoot, file.path, file.after);
+      reports.push(changeReport(file.path, file.before, file.after, backup));
+    } catch (err) {
+      // Files written so far stay changed (and backed up): the answer says so, and restore undoes them.
+      const result = failure('set-flags', `${file.path}: ${(err as Error).message}`, reports, changed);
+      return { ...result, restartKubelet: kubeletChanged };
+    }
+    changed = true;
+    kubeletChanged ||= file.kubelet;
+  }
+  return { op: 'set-flags', ok: true, changed, restartKubelet: kubeletChanged, files: reports };
+}

@@ -1,0 +1,251 @@
+/**
+ * Running the node agent on one node: a Job pinned to the node (spec.nodeName: no scheduler, every taint
+ * tolerated), privileged with the host's `/` at /host and the host's PID namespace (to restart the kubelet
+ * through nsenter), running the agent bundle from a ConfigMap. The answer is the pod's termination message.
+ *
+ * The Job's name is a function of the request, so a retried step finds the Job of its earlier attempt
+ * (409 on create) and reads that answer instead of running the agent twice. A Job is deleted once its
+ * answer is read; one whose wait timed out is left for the retry.
+ */
+import { createHash } from 'node:crypto';
+import type { KubernetesObject, V1Job, V1Pod } from '@kubernetes/client-node';
+import { agentBundle } from '../agent/bundle.ts';
+import {
+  AGENT_NAME,
+  AGENT_REQUEST_ENV,
+  type AgentRequest,
+  AgentRequestSchema,
+  type AgentResult,
+  AgentResultSchema,
+} from '../agent/protocol.ts';
+import { AgentFailedError, InvalidInputError, NotReadyYetError } from '../errors.ts';
+import { applyObjects } from './apply.ts';
+import type { KubeClients } from './clients.ts';
+import { call, httpStatus } from './errors.ts';
+import { waitFor } from './wait.ts';
+
+/**
+ * Any image with Node 22 runs the bundle. The official image through ECR Public: no Docker Hub pull limits,
+ * reachable from AWS without credentials; alpine keeps the pull small, and its busybox has nsenter.
+ */
+export const DEFAULT_AGENT_IMAGE = 'public.ecr.aws/docker/library/node:22-alpine';
+export const AGENT_CONFIGMAP = 'ccm-migrate-agent';
+/** On the ConfigMap: the sha256 of the bundle it holds, so an unchanged bundle is not applied again. */
+export const AGENT_HASH_ANNOTATION = 'ccm-migrate/agent-sha256';
+const BUNDLE_KEY = 'agent.mjs';
+const BUNDLE_DIR = '/opt/ccm-migrate';
+/** Long enough for a slow image pull; a Job past it fails (and its pod is killed). */
+const JOB_DEADLINE_SECONDS = 600;
+/** An answer nobody read (the orchestrator gave up) is kept this long for a retry, then collected. */
+const JOB_TTL_SECONDS = 3600;
+const LABELS = { 'app.kubernetes.io/name': AGENT_NAME, 'app.kubernetes.io/managed-by': 'ccm-migrate' };
+
+export interface AgentJobOptions {
+  readonly node: string;
+  readonly request: AgentRequest;
+  /** @default kube-system */
+  readonly namespace?: string;
+  /** @default DEFAULT_AGENT_IMAGE */
+  readonly image?: string;
+  /** How long to wait for the answer before NotReadyYet; @default 60 s. */
+  readonly timeoutMs?: number;
+  /** @default 1 s */
+  readonly pollMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** `ccm-migrate-<op>-<node>-<8 hex of the request>`, at most 63 characters (the node part hashed if need be). */
+export function agentJobName(node: string, request: AgentRequest): string {
+  const prefix = `ccm-migrate-${request.op}-`;
+  const suffix = `-${sha256(JSON.stringify(request)).slice(0, 8)}`;
+  const room = 63 - prefix.length - suffix.length;
+  const nodePart =
+    node.length <= room
+      ? node
+      : `${node.slice(0, room - 9).replace(/[-.]+$/, '')}-${sha256(node).slice(0, 8)}`;
+  return `${prefix}${nodePart}${suffix}`;
+}
+
+/** Bundle hashes known to be in place, per clients and namespace: one ConfigMap read per process, not per Job. */
+const ensured = new WeakMap<KubeClients, Map<string, string>>();
+
+async function ensureBundle(clients: KubeClients, namespace: string): Promise<void> {
+  const bundle = await agentBundle();
+  const hash = sha256(bundle);
+  const known = ensured.get(clients) ?? new Map<string, string>();
+  ensured.set(clients, known);
+  if (known.get(namespace) === hash) return;
+  const current = await call(`read ConfigMap ${namespace}/${AGENT_CONFIGMAP}`, () =>
+    clients.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace }),
+  ).catch((err: unknown) => {
+    if (httpStatus(err) === 404) return undefined;
+    throw err;
+  });
+  if (current?.metadata?.annotations?.[AGENT_HASH_ANNOTATION] !== hash) {
+    const configMap: KubernetesObject & { data: Record<string, string> } = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: AGENT_CONFIGMAP,
+        namespace,
+        labels: LABELS,
+        annotations: { [AGENT_HASH_ANNOTATION]: hash },
+      },
+      data: { [BUNDLE_KEY]: bundle },
+    };
+    await applyObjects(clients, [configMap]);
+  }
+  known.set(namespace, hash);
+}
+
+function agentJob(name: string, namespace: string, opts: AgentJobOptions): V1Job {
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name, namespace, labels: LABELS },
+    spec: {
+      backoffLimit: 0,
+      activeDeadlineSeconds: Math.max(JOB_DEADLINE_SECONDS, Math.ceil((opts.timeoutMs ?? 0) / 1000)),
+      ttlSecondsAfterFinished: JOB_TTL_SECONDS,
+      template: {
+        metadata: { labels: LABELS },
+        spec: {
+          nodeName: opts.node,
+          restartPolicy: 'Never',
+          hostPID: true,
+          automountServiceAccountToken: false,
+          tolerations: [{ operator: 'Exists' }],
+          containers: [
+            {
+              name: 'agent',
+              image: opts.image ?? DEFAULT_AGENT_IMAGE,
+              command: ['node', `${BUNDLE_DIR}/${BUNDLE_KEY}`],
+              env: [{ name: AGENT_REQUEST_ENV, value: JSON.stringify(opts.request) }],
+              securityContext: { privileged: true },
+              terminationMessagePolicy: 'File',
+              volumeMounts: [
+                { name: 'host', mountPath: '/host' },
+                { name: 'agent', mountPath: BUNDLE_DIR, readOnly: true },
+              ],
+            },
+          ],
+          volumes: [
+            { name: 'host', hostPath: { path: '/', type: 'Directory' } },
+            { name: 'agent', configMap: { name: AGENT_CONFIGMAP } },
+          ],
+        },
+      },
+    },
+  };
+}
+
+/** Create the Job, or take the one an earlier attempt of the same request created. */
+async function createOrReuse(clients: KubeClients, job: V1Job, namespace: string): Promise<void> {
+  const name = job.metadata?.name as string;
+  try {
+    await call(`create Job ${namespace}/${name}`, () =>
+      clients.batch.createNamespacedJob({ namespace, body: job }),
+    );
+  } catch (err) {
+    if (httpStatus(err) !== 409) throw err;
+    const existing = await call(`read Job ${namespace}/${name}`, () =>
+      clients.batch.readNamespacedJob({ name, namespace }),
+    );
+    if (existing.metadata?.deletionTimestamp) {
+      throw new NotReadyYetError(
+        `agent Job ${namespace}/${name} of an earlier attempt is still being deleted`,
+      );
+    }
+  }
+}
+
+function finished(job: V1Job): { type: string; reason?: string } | undefined {
+  return job.status?.conditions?.find(
+    (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
+  );
+}
+
+async function jobPods(clients: KubeClients, namespace: string, name: string): Promise<V1Pod[]> {
+  const pods = await call(`list pods of Job ${namespace}/${name}`, () =>
+    clients.core.listNamespacedPod({ namespace, labelSelector: `batch.kubernetes.io/job-name=${name}` }),
+  );
+  return pods.items;
+}
+
+function agentState(pod: V1Pod | undefined) {
+  return pod?.status?.containerStatuses?.find((c) => c.name === 'agent')?.state;
+}
+
+async function deleteJob(clients: KubeClients, namespace: string, name: string): Promise<void> {
+  try {
+    await call(`delete Job ${namespace}/${name}`, () =>
+      clients.batch.deleteNamespacedJob({ name, namespace, propagationPolicy: 'Background' }),
+    );
+  } catch {
+    // The answer is read; a Job left behind is collected after its TTL (and a retry reads the same answer).
+  }
+}
+
+/**
+ * Run one agent request on `node` and return its answer. ok:false → AgentFailedError with the agent's
+ * error; no answer within the timeout → NotReadyYetError with the Job left for the retry; API trouble →
+ * the named errors of `call()`.
+ */
+export async function runAgentJob(clients: KubeClients, opts: AgentJobOptions): Promise<AgentResult> {
+  const namespace = opts.namespace ?? 'kube-system';
+  const { node, signal } = opts;
+  const parsed = AgentRequestSchema.safeParse(opts.request);
+  if (!parsed.success)
+    throw new InvalidInputError(`invalid agent request: ${parsed.error.issues[0]?.message}`);
+  signal?.throwIfAborted();
+  const name = agentJobName(node, opts.request);
+  await ensureBundle(clients, namespace);
+  await createOrReuse(clients, agentJob(name, namespace, opts), namespace);
+
+  let pod: V1Pod | undefined;
+  let outcome: { type: string; reason?: string } | undefined;
+  try {
+    outcome = await waitFor(
+      `agent Job ${namespace}/${name} on node ${node} to finish`,
+      async () => {
+        signal?.throwIfAborted();
+        const job = await call(`read Job ${namespace}/${name}`, () =>
+          clients.batch.readNamespacedJob({ name, namespace }),
+        );
+        return finished(job);
+      },
+      { waitMs: opts.timeoutMs ?? 60_000, pollMs: opts.pollMs ?? 1000 },
+    );
+    pod = (await jobPods(clients, namespace, name)).find((p) => agentState(p)?.terminated);
+  } catch (err) {
+    if (!(err instanceof NotReadyYetError)) throw err;
+    // The ConfigMap may have gone meanwhile: the retry checks it again.
+    ensured.get(clients)?.delete(namespace);
+    const waiting = agentState((await jobPods(clients, namespace, name).catch(() => []))[0])?.waiting?.reason;
+    throw new NotReadyYetError(`${err.message}${waiting ? ` (pod ${waiting})` : ''}`);
+  }
+
+  const terminated = agentState(pod)?.terminated;
+  const answer = AgentResultSchema.safeParse(safeJson(terminated?.message));
+  await deleteJob(clients, namespace, name);
+  if (!answer.success) {
+    const how = terminated
+      ? `exit code ${terminated.exitCode}${terminated.reason ? `, ${terminated.reason}` : ''}`
+      : `Job ${outcome?.type}${outcome?.reason ? ` (${outcome.reason})` : ''} without a finished pod`;
+    throw new AgentFailedError(`agent on node ${node}: no answer from Job ${namespace}/${name} (${how})`);
+  }
+  if (!answer.data.ok) throw new AgentFailedError(`agent on node ${node}: ${answer.data.error ?? 'failed'}`);
+  return answer.data;
+}
+
+function safeJson(text: string | undefined): unknown {
+  try {
+    return text === undefined ? undefined : JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * The real-node entry point with a temp host root and termination log (through its environment) and a
+ * recorded command runner standing in for nsenter/systemctl.
+ */
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import {
+  agentMain,
+  HOST_ROOT_ENV,
+  RESTART_KUBELET_COMMAND,
+  TERMINATION_LOG_ENV,
+} from '../../lib/agent/main.ts';
+import { AGENT_REQUEST_ENV, AgentResultSchema } from '../../lib/agent/protocol.ts';
+
+const FLAGS_ENV = '/var/lib/kubelet/kubeadm-flags.env';
+const KUBEADM_FLAGS =
+  'KUBELET_KUBEADM_ARGS="--cloud-provider=aws --pod-infra-container-image=registry.k8s.io/pause:3.9"\n';
+
+let dir: string;
+let env: NodeJS.ProcessEnv;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'ccm-migrate-agent-main-'));
+  await mkdir(path.join(dir, 'host/var/lib/kubelet'), { recursive: true });
+  await writeFile(path.join(dir, 'host', FLAGS_ENV), KUBEADM_FLAGS);
+  env = { [HOST_ROOT_ENV]: path.join(dir, 'host'), [TERMINATION_LOG_ENV]: path.join(dir, 'termination-log') };
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const answer = async () =>
+  AgentResultSchema.parse(JSON.parse(await readFile(path.join(dir, 'termination-log'), 'utf8')));
+const toExternal = JSON.stringify({
+  op: 'set-flags',
+  runId: 'r',
+  kubelet: { flags: { 'cloud-provider': 'external' } },
+});
+
+it('writes the answer to the termination log, then restarts the kubelet from the host’s namespaces', async () => {
+  const commands: (readonly string[])[] = [];
+  const code = await agentMain({ ...env, [AGENT_REQUEST_ENV]: toExternal }, async (command) => {
+    commands.push(command);
+    // The answer is already on disk when the kubelet goes down.
+    expect((await answer()).changed).toBe(true);
+  });
+  expect(code).toBe(0);
+  expect(commands).toEqual([RESTART_KUBELET_COMMAND]);
+  expect(await answer()).toMatchObject({ ok: true, restartKubelet: true });
+  expect(await readFile(path.join(dir, 'host', FLAGS_ENV), 'utf8')).toContain('--cloud-provider=external');
+});
+
+it('does not restart the kubelet when nothing asks for it', async () => {
+  const commands: (readonly string[])[] = [];
+  const inspect = JSON.stringify({ op: 'inspect', runId: 'r' });
+  expect(await agentMain({ ...env, [AGENT_REQUEST_ENV]: inspect }, async (c) => void commands.push(c))).toBe(
+    0,
+  );
+  expect(commands).toEqual([]);
+  expect((await answer()).files.map((f) => f.path)).toEqual([FLAGS_ENV]);
+});
+
+it('exits 1 with the reason when the request is not JSON, the agent refuses, or the restart fails', async () => {
+  expect(await agentMain({ ...env, [AGENT_REQUEST_ENV]: '{op: inspect' })).toBe(1);
+  expect((await answer()).error).toBe(`invalid agent request: ${AGENT_REQUEST_ENV} is not set to JSON`);
+  expect(await agentMain(env)).toBe(1);
+
+  const missing = JSON.stringify({ op: 'restore', runId: 'r', paths: [FLAGS_ENV] });
+  expect(await agentMain({ ...env, [AGENT_REQUEST_ENV]: missing })).toBe(1);
+  expect((await answer()).error).toBe(`${FLAGS_ENV}: run r has no backup of it`);
+
+  const code = await agentMain({ ...env, [AGENT_REQUEST_ENV]: toExternal }, async () => {
+    throw new Error('Command failed: nsenter …\nFailed to restart kubelet.service: Unit not found.');
+  });
+  expect(code).toBe(1);
+  expect(await answer()).toMatchObject({
+    ok: false,
+    changed: true,
+    restartKubelet: true,
+    error: 'restarting the kubelet failed: Command failed: nsenter …',
+  });
+});

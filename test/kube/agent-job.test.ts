@@ -1,0 +1,233 @@
+/**
+ * The agent as a Job, through the real @kubernetes/client-node against the twin over HTTP: the twin runs
+ * Jobs pinned to a node against that node's files and restarts its kubelet when the agent asks.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
+import type { V1Job } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentBundle } from '../../lib/agent/bundle.ts';
+import { AGENT_REQUEST_ENV, type AgentRequest } from '../../lib/agent/protocol.ts';
+import {
+  AgentFailedError,
+  ClusterUnreachableError,
+  InvalidInputError,
+  NotReadyYetError,
+} from '../../lib/errors.ts';
+import {
+  AGENT_CONFIGMAP,
+  AGENT_HASH_ANNOTATION,
+  agentJobName,
+  DEFAULT_AGENT_IMAGE,
+  runAgentJob,
+} from '../../lib/kube/agent-job.ts';
+import { clientsFromKubeconfigFile, clientsFromKubeconfigText } from '../../lib/kube/clients.ts';
+import { hostPath } from '../../lib/twin/context.ts';
+import { eventually, FIXTURES, fixtureSpec, startTestTwin, type TestTwin } from '../twin/running-twin.ts';
+
+const FLAGS_ENV = '/var/lib/kubelet/kubeadm-flags.env';
+const KAS = '/etc/kubernetes/manifests/kube-apiserver.yaml';
+const NS = 'kube-system';
+const FAST = { pollMs: 10, timeoutMs: 10_000 };
+
+let t: TestTwin;
+beforeAll(async () => {
+  t = await startTestTwin(await fixtureSpec(FIXTURES.awsMini));
+});
+afterAll(async () => {
+  await t?.stop();
+});
+
+const TO_EXTERNAL = { flags: { 'cloud-provider': 'external', 'cloud-config': null } };
+const toExternal = (runId: string): AgentRequest => ({ op: 'set-flags', runId, kubelet: TO_EXTERNAL });
+
+async function jobGone(name: string): Promise<boolean> {
+  return t.batch.readNamespacedJob({ name, namespace: NS }).then(
+    () => false,
+    () => true,
+  );
+}
+
+const mtime = async (node: string, file: string): Promise<number> =>
+  (await stat(hostPath(t.twin.stateDir, node, file))).mtimeMs;
+
+describe('runAgentJob against the twin', () => {
+  it('inspects a node: ships the bundle in a ConfigMap, reads the answer, deletes the Job', async () => {
+    const request: AgentRequest = { op: 'inspect', runId: 'r1', paths: [KAS] };
+    const result = await runAgentJob(t, { node: 'cp-1', request, ...FAST });
+    expect(result).toMatchObject({ op: 'inspect', ok: true, changed: false });
+    expect(result.files.find((f) => f.path === KAS)).toMatchObject({
+      kind: 'static-pod',
+      flags: { 'cloud-provider': 'aws', 'cloud-config': '/etc/kubernetes/cloud.conf' },
+    });
+    expect(result.files.find((f) => f.path === FLAGS_ENV)?.flags?.['cloud-provider']).toBe('aws');
+
+    const bundle = await agentBundle();
+    const cm = await t.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace: NS });
+    expect(cm.data?.['agent.mjs']).toBe(bundle);
+    expect(cm.metadata?.annotations?.[AGENT_HASH_ANNOTATION]).toBe(
+      createHash('sha256').update(bundle).digest('hex'),
+    );
+    expect(cm.metadata?.managedFields?.map((f) => f.manager)).toEqual(['ccm-migrate']);
+    await eventually(() => jobGone(agentJobName('cp-1', request)), { what: 'the Job deleted' });
+  });
+
+  it('leaves the bundle ConfigMap alone when its hash already matches', async () => {
+    const before = await t.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace: NS });
+    const fresh = clientsFromKubeconfigFile(t.twin.kubeconfigPath);
+    await runAgentJob(fresh, { node: 'cp-1', request: { op: 'inspect', runId: 'r2' }, ...FAST });
+    const after = await t.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace: NS });
+    expect(after.metadata?.resourceVersion).toBe(before.metadata?.resourceVersion);
+    // Known to be in place for these clients: not read again, so a ConfigMap deleted meanwhile stays gone…
+    await t.core.deleteNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace: NS });
+    await runAgentJob(fresh, { node: 'cp-1', request: { op: 'inspect', runId: 'r3' }, ...FAST });
+    await expect(t.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace: NS })).rejects.toThrow();
+    // …until other clients (the next Lambda, the next run) look and put it back.
+    await runAgentJob(t, { node: 'cp-1', request: { op: 'inspect', runId: 'r4' }, ...FAST });
+    await runAgentJob(clientsFromKubeconfigFile(t.twin.kubeconfigPath), {
+      node: 'cp-1',
+      request: { op: 'inspect', runId: 'r5' },
+      ...FAST,
+    });
+    const restored = await t.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace: NS });
+    expect(restored.data?.['agent.mjs']).toBe(await agentBundle());
+  });
+
+  it('moves worker-1’s kubelet to external, which the kubelet runs after its restart; again changes nothing; restore goes back', async () => {
+    const restarts = t.twin.nodes.kubelet('worker-1').restarts;
+    const original = await t.readFile('worker-1', FLAGS_ENV);
+    const result = await runAgentJob(t, { node: 'worker-1', request: toExternal('up-w1'), ...FAST });
+    expect(result).toMatchObject({ ok: true, changed: true, restartKubelet: true });
+    expect(result.files.find((f) => f.path === FLAGS_ENV)).toMatchObject({
+      changed: true,
+      backup: `/etc/kubernetes/ccm-migrate-backup/up-w1${FLAGS_ENV}`,
+    });
+    await eventually(() => t.twin.nodes.kubelet('worker-1').flags.get('cloud-provider') === 'external', {
+      what: 'worker-1’s kubelet on --cloud-provider=external',
+    });
+    expect(t.twin.nodes.kubelet('worker-1').restarts).toBe(restarts + 1);
+    expect(t.twin.nodes.kubelet('worker-1').flags.has('cloud-config')).toBe(false);
+    expect(t.twin.nodes.kubelet('worker-2').flags.get('cloud-provider')).toBe('aws');
+
+    const written = await t.readFile('worker-1', FLAGS_ENV);
+    const writtenAt = await mtime('worker-1', FLAGS_ENV);
+    const again = await runAgentJob(t, { node: 'worker-1', request: toExternal('up-w1'), ...FAST });
+    expect(again).toMatchObject({ ok: true, changed: false, restartKubelet: false });
+    expect(again.files.find((f) => f.path === FLAGS_ENV)?.changed).toBe(false);
+    expect(await t.readFile('worker-1', FLAGS_ENV)).toBe(written);
+    expect(await mtime('worker-1', FLAGS_ENV)).toBe(writtenAt);
+
+    const restored = await runAgentJob(t, {
+      node: 'worker-1',
+      request: { op: 'restore', runId: 'up-w1' },
+      ...FAST,
+    });
+    expect(restored).toMatchObject({ ok: true, changed: true, restartKubelet: true });
+    expect(await t.readFile('worker-1', FLAGS_ENV)).toBe(original);
+    await eventually(() => t.twin.nodes.kubelet('worker-1').flags.get('cloud-provider') === 'aws', {
+      what: 'worker-1’s kubelet back on aws',
+    });
+  });
+
+  it('fails with AgentFailedError naming the file it cannot parse, having written nothing', async () => {
+    const broken = '/etc/kubernetes/extra/broken.yaml';
+    await mkdir(hostPath(t.twin.stateDir, 'cp-1', '/etc/kubernetes/extra'), { recursive: true });
+    await writeFile(hostPath(t.twin.stateDir, 'cp-1', broken), 'kind: Pod\nspec: {containers: [\n');
+    const flags = await t.readFile('cp-1', FLAGS_ENV);
+    const request: AgentRequest = {
+      op: 'set-flags',
+      runId: 'up-broken',
+      kubelet: TO_EXTERNAL,
+      staticPods: [{ path: broken, flags: { 'cloud-provider': null } }],
+    };
+    const error = await runAgentJob(t, { node: 'cp-1', request, ...FAST }).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(AgentFailedError);
+    expect((error as Error).message).toMatch(
+      /^agent on node cp-1: \/etc\/kubernetes\/extra\/broken\.yaml: not valid YAML \([A-Z_]+ at line \d+, column \d+\)$/,
+    );
+    expect(await t.readFile('cp-1', FLAGS_ENV)).toBe(flags);
+    await eventually(() => jobGone(agentJobName('cp-1', request)), { what: 'the failed Job deleted' });
+  });
+
+  it('leaves a Job it gave up on, and a retry reads that Job’s answer instead of running the agent again', async () => {
+    const request = toExternal('up-w2');
+    const name = agentJobName('worker-2', request);
+    const early = await runAgentJob(t, { node: 'worker-2', request, pollMs: 10, timeoutMs: 0 }).catch(
+      (e: unknown) => e,
+    );
+    expect(early).toBeInstanceOf(NotReadyYetError);
+    expect((early as Error).message).toContain(`agent Job ${NS}/${name} on node worker-2`);
+
+    const job: V1Job = await t.batch.readNamespacedJob({ name, namespace: NS });
+    expect(job.metadata?.labels).toEqual({
+      'app.kubernetes.io/name': 'ccm-migrate-agent',
+      'app.kubernetes.io/managed-by': 'ccm-migrate',
+    });
+    expect(job.spec).toMatchObject({
+      backoffLimit: 0,
+      activeDeadlineSeconds: 600,
+      ttlSecondsAfterFinished: 3600,
+    });
+    const pod = job.spec?.template.spec;
+    expect(pod).toMatchObject({
+      nodeName: 'worker-2',
+      hostPID: true,
+      restartPolicy: 'Never',
+      tolerations: [{ operator: 'Exists' }],
+      volumes: [
+        { name: 'host', hostPath: { path: '/' } },
+        { name: 'agent', configMap: { name: AGENT_CONFIGMAP } },
+      ],
+    });
+    expect(pod?.containers[0]).toMatchObject({
+      image: DEFAULT_AGENT_IMAGE,
+      command: ['node', '/opt/ccm-migrate/agent.mjs'],
+      env: [{ name: AGENT_REQUEST_ENV, value: JSON.stringify(request) }],
+      securityContext: { privileged: true },
+      volumeMounts: [
+        { name: 'host', mountPath: '/host' },
+        { name: 'agent', mountPath: '/opt/ccm-migrate', readOnly: true },
+      ],
+    });
+
+    // The first attempt's agent changed the file; a second run would have answered changed: false.
+    const retried = await runAgentJob(t, { node: 'worker-2', request, ...FAST });
+    expect(retried).toMatchObject({ ok: true, changed: true });
+    await eventually(() => jobGone(name), { what: 'the reused Job deleted' });
+    const rerun = await runAgentJob(t, { node: 'worker-2', request, ...FAST });
+    expect(rerun).toMatchObject({ ok: true, changed: false });
+  });
+});
+
+describe('runAgentJob without a cluster', () => {
+  it('refuses a request the agent would refuse, before creating anything', async () => {
+    const request = { op: 'set-flags', runId: 'no spaces allowed' } as AgentRequest;
+    await expect(runAgentJob(t, { node: 'cp-1', request })).rejects.toThrow(InvalidInputError);
+  });
+
+  it('turns an unreachable API server into ClusterUnreachable', async () => {
+    const kubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{ name: c, cluster: { server: 'https://127.0.0.1:9' } }]
+users: [{ name: u, user: { token: t } }]
+contexts: [{ name: x, context: { cluster: c, user: u } }]
+current-context: x
+`;
+    const clients = clientsFromKubeconfigText(kubeconfig, 'test kubeconfig');
+    await expect(runAgentJob(clients, { node: 'n', request: { op: 'inspect', runId: 'r' } })).rejects.toThrow(
+      ClusterUnreachableError,
+    );
+  });
+
+  it('names Jobs after the request, within 63 characters', () => {
+    const node = 'ip-10-0-12-34.eu-west-1.compute.internal';
+    const a = agentJobName(node, { op: 'restart-kubelet', runId: 'r' });
+    expect(a).toMatch(/^ccm-migrate-restart-kubelet-ip-10-0-12-34\.eu-[0-9a-f]{8}-[0-9a-f]{8}$/);
+    expect(a.length).toBeLessThanOrEqual(63);
+    expect(agentJobName(node, { op: 'restart-kubelet', runId: 'r' })).toBe(a);
+    expect(agentJobName(node, { op: 'restart-kubelet', runId: 's' })).not.toBe(a);
+    expect(agentJobName('worker-1', { op: 'inspect', runId: 'r' })).toMatch(
+      /^ccm-migrate-inspect-worker-1-[0-9a-f]{8}$/,
+    );
+  });
+});
