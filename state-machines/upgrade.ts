@@ -22,10 +22,8 @@ export const UPGRADE_STATES = {
   controlPlane: 'Move the control plane, one node at a time',
   moveNode: 'Move a control-plane node',
   activate: 'Start the CCM',
-  controlPlaneKubelets: 'Flip control-plane kubelets',
-  flipControlPlaneKubelet: 'Flip a control-plane kubelet',
-  workerKubelets: 'Flip worker kubelets in batches',
-  flipWorkerKubelet: 'Flip a worker kubelet',
+  kubelets: 'Flip kubelets, control plane first',
+  flipKubelet: 'Flip a kubelet',
   verify: 'Verify the cluster',
   finalize: 'Record the result',
   recordFailure: 'Record the failure',
@@ -116,21 +114,13 @@ export function upgradeDefinition(scope: Construct, stepTask: StepTaskFactory): 
       resultPath: sfn.JsonPath.DISCARD,
     }),
   );
-  const controlPlaneKubelets = catchAll(
+  // One Map over every node, control-plane nodes first: at most maxUnavailable kubelets restart at once,
+  // so the whole flip takes ⌈nodes / maxUnavailable⌉ kubelet restarts (a kubelet restart stops no pod).
+  const kubelets = catchAll(
     forEachNode(scope, {
-      mapName: S.controlPlaneKubelets,
-      itemsPath: '$.preflight.controlPlaneNodes',
-      taskName: S.flipControlPlaneKubelet,
-      step: 'flip-kubelet',
-      stepTask,
-      concurrency: { maxConcurrency: 1 },
-    }),
-  );
-  const workerKubelets = catchAll(
-    forEachNode(scope, {
-      mapName: S.workerKubelets,
-      itemsPath: '$.preflight.workerNodes',
-      taskName: S.flipWorkerKubelet,
+      mapName: S.kubelets,
+      itemsPath: '$.preflight.kubeletOrder',
+      taskName: S.flipKubelet,
       step: 'flip-kubelet',
       stepTask,
       concurrency: { maxConcurrencyPath: '$.maxUnavailable' },
@@ -148,12 +138,7 @@ export function upgradeDefinition(scope: Construct, stepTask: StepTaskFactory): 
     }),
   );
 
-  const migrate = stage
-    .next(controlPlane)
-    .next(activate)
-    .next(controlPlaneKubelets)
-    .next(workerKubelets)
-    .next(verify);
+  const migrate = stage.next(controlPlane).next(activate).next(kubelets).next(verify);
   const chain = preflight.next(
     new sfn.Choice(scope, S.nothingToDo, { stateName: S.nothingToDo })
       .when(sfn.Condition.booleanEquals('$.preflight.alreadyExternal', true), verify)

@@ -34,9 +34,14 @@ export interface LocalRunResult {
   readonly transitions: number;
 }
 
-/** Events that Step Functions bills as a state transition. */
+/**
+ * Events that Step Functions bills as a state transition. The engine reports a Map's inner states only as
+ * its iterations; each iteration of our Maps enters one Task, so an iteration is one transition.
+ */
 function isTransition(event: EventLog): boolean {
-  return event.type === 'StateEntered' || event.type === 'StateRetried';
+  return (
+    event.type === 'StateEntered' || event.type === 'StateRetried' || event.type === 'MapIterationStarted'
+  );
 }
 
 export async function runLocally(opts: LocalRunOptions): Promise<LocalRunResult> {

@@ -35,10 +35,11 @@ const preflight = async (): Promise<unknown> => ({
   alreadyExternal: false,
   controlPlaneNodes: ['cp-1', 'cp-2', 'cp-3'],
   workerNodes: ['w-1', 'w-2', 'w-3'],
+  kubeletOrder: ['cp-1', 'cp-2', 'cp-3', 'w-1', 'w-2', 'w-3'],
 });
 
 describe('the upgrade definition, run by the local engine', () => {
-  it('runs the steps in order, control-plane nodes one at a time, then every kubelet', async () => {
+  it('runs the steps in order, control-plane nodes one at a time, then every kubelet, control plane first', async () => {
     const { calls, handlers } = recording({ preflight });
 
     const result = await runLocally({ workflow, handlers, input });
@@ -53,6 +54,7 @@ describe('the upgrade definition, run by the local engine', () => {
       'move-control-plane-node:cp-3',
     ]);
     expect(order[5]).toBe('activate-ccm');
+    // maxUnavailable 2: the Map starts items in order, so every control-plane kubelet starts before a worker's.
     expect(order.slice(6, 9)).toEqual(['flip-kubelet:cp-1', 'flip-kubelet:cp-2', 'flip-kubelet:cp-3']);
     expect(order.slice(9, 12).sort()).toEqual(['flip-kubelet:w-1', 'flip-kubelet:w-2', 'flip-kubelet:w-3']);
     expect(order.slice(12)).toEqual(['verify', 'finalize']);

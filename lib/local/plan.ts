@@ -1,0 +1,98 @@
+/**
+ * `ccm-migrate plan`: exactly what an upgrade would change, and no change. The node agent answers every
+ * file edit as a dry run (a unified diff per file), and the CCM's objects go through a server-side apply
+ * dry run (a diff per object against what the cluster holds). What it leaves behind: the agent's Jobs are
+ * deleted once read; the agent's code ConfigMap stays (inert, reused by the upgrade).
+ */
+import { type KubernetesObject, PatchStrategy } from '@kubernetes/client-node';
+import { createTwoFilesPatch } from 'diff';
+import { stringify } from 'yaml';
+import { describeObject, FIELD_MANAGER } from '../kube/apply.ts';
+import type { KubeClients } from '../kube/clients.ts';
+import { call, httpStatus } from '../kube/errors.ts';
+import { renderCcmObjects } from '../providers/render.ts';
+import { TO_EXTERNAL_KUBELET, TO_EXTERNAL_STATIC_PODS } from '../steps/edits.ts';
+import { type ClusterExamination, examineCluster } from '../steps/preflight.ts';
+import type { UpgradeOptions } from '../steps/schemas.ts';
+import { type LocalContextOptions, localContext } from './context.ts';
+import { newRunId } from './upgrade.ts';
+
+export interface FileChange {
+  readonly node: string;
+  readonly path: string;
+  readonly diff: string;
+}
+
+export interface ObjectChange {
+  readonly object: string;
+  readonly action: 'create' | 'update' | 'unchanged';
+  readonly diff?: string;
+}
+
+export interface UpgradePlan {
+  readonly examination: Omit<ClusterExamination, 'nodes' | 'files'>;
+  readonly files: FileChange[];
+  readonly objects: ObjectChange[];
+}
+
+export interface PlanOptions extends LocalContextOptions {
+  readonly options: UpgradeOptions;
+}
+
+/** The fields the API server owns: not part of what an apply changes. */
+function comparable(obj: KubernetesObject | undefined): string {
+  if (!obj) return '';
+  const { managedFields, resourceVersion, generation, uid, creationTimestamp, ...metadata } =
+    obj.metadata ?? {};
+  const { status, ...rest } = obj as KubernetesObject & { status?: unknown };
+  return stringify({ ...rest, metadata });
+}
+
+async function objectChange(clients: KubeClients, obj: KubernetesObject): Promise<ObjectChange> {
+  const what = describeObject(obj);
+  const existing = await call(`read ${what}`, () => clients.objects.read(obj as never)).catch(
+    (err: unknown) => {
+      if (httpStatus(err) === 404) return undefined;
+      throw err;
+    },
+  );
+  const after = await call(`dry-run apply ${what}`, () =>
+    clients.objects.patch(obj, undefined, 'All', FIELD_MANAGER, true, PatchStrategy.ServerSideApply),
+  );
+  const [before, next] = [comparable(existing), comparable(after)];
+  if (before === next) return { object: what, action: 'unchanged' };
+  return {
+    object: what,
+    action: existing ? 'update' : 'create',
+    diff: createTwoFilesPatch(what, what, before, next, '', '', { context: 2 }),
+  };
+}
+
+export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
+  const runId = newRunId('plan');
+  const ctx = localContext(opts);
+  const { nodes, files: _files, ...examination } = await examineCluster(ctx, runId, opts.options);
+  const files: FileChange[] = [];
+  for (const node of [...examination.controlPlaneNodes, ...examination.workerNodes]) {
+    const controlPlane = examination.controlPlaneNodes.includes(node);
+    const result = await ctx.agent(node, {
+      op: 'set-flags',
+      runId,
+      dryRun: true,
+      staticPods: controlPlane ? [...TO_EXTERNAL_STATIC_PODS] : [],
+      kubelet: TO_EXTERNAL_KUBELET,
+    });
+    for (const f of result.files) {
+      if (f.changed) files.push({ node, path: f.path, diff: f.diff ?? '(diff not available)' });
+    }
+  }
+  const objects: ObjectChange[] = [];
+  const rendered = renderCcmObjects({
+    provider: examination.provider,
+    kubernetesVersion: examination.kubernetesVersion,
+    clusterName: examination.clusterName,
+    replicas: opts.options.ccmReplicas ?? Math.min(examination.controlPlaneNodes.length, 3),
+  }) as KubernetesObject[];
+  for (const obj of rendered) objects.push(await objectChange(opts.clients, obj));
+  return { examination, files, objects };
+}

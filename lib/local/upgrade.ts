@@ -1,0 +1,90 @@
+/**
+ * An upgrade run in local mode: the upgrade state machine's ASL, rendered as CDK deploys it, run in-process
+ * with every Task calling its step directly against the cluster of a kubeconfig (a real one or a twin's).
+ * A run cut anywhere is resumed by running again with the same cluster id: the unfinished run's id is
+ * reused, every step is idempotent, and the snapshot of its first preflight is kept.
+ */
+import { randomBytes } from 'node:crypto';
+import { STEP_IDS, type StepId } from '../../state-machines/steps.ts';
+import { upgradeDefinition } from '../../state-machines/upgrade.ts';
+import { InvalidInputError } from '../errors.ts';
+import type { StepContext } from '../steps/context.ts';
+import { runStep } from '../steps/index.ts';
+import { type UpgradeInput, UpgradeInputSchema } from '../steps/schemas.ts';
+import type { RunStore } from '../store/run-store.ts';
+import { type LocalContextOptions, localContext } from './context.ts';
+import { type EventLog, type LocalRunResult, runLocally, type StepHandler } from './engine.ts';
+import { renderDefinition } from './render.ts';
+
+export interface LocalUpgradeOptions extends LocalContextOptions {
+  readonly store: RunStore;
+  readonly clusterId: string;
+  readonly maxUnavailable?: number;
+  readonly options?: UpgradeInput['options'];
+  readonly onEvent?: (event: EventLog) => void;
+  /** Retry pauses per state name in ms (tests); the definition's own intervals otherwise. */
+  readonly retryIntervalOverrides?: Readonly<Record<string, number | number[]>>;
+}
+
+export interface LocalUpgradeResult extends LocalRunResult {
+  readonly clusterId: string;
+  readonly runId: string;
+  /** Whether this run picked up an unfinished earlier one. */
+  readonly resumed: boolean;
+  readonly durationMs: number;
+  readonly apiRequests: number;
+}
+
+/** `up-20261123-134501-a1b2`: sortable, unique, and a valid Kubernetes name. */
+export function newRunId(kind: 'up' | 'down' | 'plan', now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return `${kind}-${stamp}-${randomBytes(2).toString('hex')}`;
+}
+
+let rendered: ReturnType<typeof renderDefinition> | undefined;
+/** The upgrade ASL, rendered once per process (CDK construction takes a few hundred ms). */
+export function upgradeWorkflow(): ReturnType<typeof renderDefinition> {
+  rendered ??= renderDefinition(upgradeDefinition);
+  return rendered;
+}
+
+export function stepHandlers(ctx: StepContext): Record<StepId, StepHandler> {
+  return Object.fromEntries(
+    STEP_IDS.map((id) => [id, (event: unknown) => runStep(id, event, ctx)]),
+  ) as Record<StepId, StepHandler>;
+}
+
+export async function runUpgradeLocally(opts: LocalUpgradeOptions): Promise<LocalUpgradeResult> {
+  const started = Date.now();
+  const unfinished = await opts.store.current(opts.clusterId);
+  if (unfinished && unfinished.kind !== 'upgrade') {
+    throw new InvalidInputError(
+      `cluster ${opts.clusterId} has an unfinished ${unfinished.kind} run ${unfinished.runId}: finish it first`,
+    );
+  }
+  const runId = unfinished?.runId ?? newRunId('up');
+  const input = UpgradeInputSchema.parse({
+    clusterId: opts.clusterId,
+    runId,
+    maxUnavailable: opts.maxUnavailable ?? 1,
+    options: opts.options ?? {},
+  });
+  const ctx: StepContext = { ...localContext(opts), store: opts.store };
+  const requestsBefore = opts.clients.requests();
+  const result = await runLocally({
+    workflow: upgradeWorkflow(),
+    handlers: stepHandlers(ctx),
+    input,
+    ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
+    ...(opts.retryIntervalOverrides ? { retryIntervalOverrides: opts.retryIntervalOverrides } : {}),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
+  return {
+    ...result,
+    clusterId: opts.clusterId,
+    runId,
+    resumed: unfinished !== undefined,
+    durationMs: Date.now() - started,
+    apiRequests: opts.clients.requests() - requestsBefore,
+  };
+}

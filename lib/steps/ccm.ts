@@ -1,0 +1,121 @@
+/**
+ * Steps 2 and 4: the CCM is staged (every object applied, the workload at zero replicas) before the control
+ * plane moves, and started only once no kube-controller-manager runs the in-tree cloud loops, so the cluster
+ * never has two cloud controllers (ADR 0002). Both are server-side applies of the same rendered objects:
+ * run twice, they change nothing.
+ */
+import type { KubernetesObject, V1Deployment } from '@kubernetes/client-node';
+import { parseFlags } from '../controlplane/flags.ts';
+import { applyObjects } from '../kube/apply.ts';
+import { call, httpStatus } from '../kube/errors.ts';
+import { waitFor } from '../kube/wait.ts';
+import { providerFacts } from '../providers/catalog.ts';
+import { renderCcmObjects } from '../providers/render.ts';
+import { commandLine, isPodReady, readMirrorPod } from './cluster.ts';
+import type { StepContext } from './context.ts';
+import type { RunIds } from './schemas.ts';
+import type { Snapshot } from './snapshot.ts';
+import { loadSnapshot } from './snapshot-store.ts';
+
+function isDeployment(obj: KubernetesObject): obj is V1Deployment {
+  return obj.kind === 'Deployment';
+}
+
+function ccmDeploymentOf(objects: readonly KubernetesObject[]): V1Deployment {
+  const deployment = objects.find(isDeployment);
+  if (!deployment?.metadata?.name) throw new Error('the provider manifests have no Deployment');
+  return deployment;
+}
+
+async function currentReplicas(ctx: StepContext, d: V1Deployment): Promise<number | undefined> {
+  const name = d.metadata?.name as string;
+  const namespace = d.metadata?.namespace ?? 'kube-system';
+  try {
+    const existing = await call(`read deployment ${name}`, () =>
+      ctx.clients.apps.readNamespacedDeployment({ name, namespace }),
+    );
+    return existing.spec?.replicas;
+  } catch (err) {
+    if (httpStatus(err) === 404) return undefined;
+    throw err;
+  }
+}
+
+function render(snapshot: Snapshot, replicas: number): KubernetesObject[] {
+  return renderCcmObjects({
+    provider: snapshot.provider,
+    kubernetesVersion: snapshot.kubernetesVersion,
+    clusterName: snapshot.clusterName,
+    replicas,
+  }) as KubernetesObject[];
+}
+
+export async function stageCcm(event: RunIds, ctx: StepContext): Promise<{ changed: number }> {
+  const snapshot = await loadSnapshot(ctx, event);
+  // Staging again (a resumed run) must not scale a started CCM back to zero: keep the replicas it has.
+  const replicas = (await currentReplicas(ctx, ccmDeploymentOf(render(snapshot, 0)))) ?? 0;
+  const applied = await applyObjects(ctx.clients, render(snapshot, replicas));
+  const changed = applied.filter((a) => a.changed).length;
+  ctx.progress({
+    step: 'stage-ccm',
+    message: `${applied.length} objects applied, ${changed} changed, CCM at ${replicas} replicas`,
+  });
+  return { changed };
+}
+
+/** Control-plane nodes whose kube-controller-manager still runs (or may still run) the in-tree cloud loops. */
+async function inTreeControllerManagers(ctx: StepContext, snapshot: Snapshot): Promise<string[]> {
+  const inTree = providerFacts(snapshot.provider).inTreeName;
+  const nodes = Object.entries(snapshot.nodes)
+    .filter(([, n]) => n.role === 'control-plane')
+    .map(([name]) => name);
+  const still: string[] = [];
+  for (const node of nodes) {
+    const pod = await readMirrorPod(ctx, 'kube-controller-manager', node);
+    const provider = pod && parseFlags(commandLine(pod)).get('cloud-provider');
+    if (!pod || !isPodReady(pod) || provider === inTree) still.push(node);
+  }
+  return still;
+}
+
+/**
+ * The CCM's leader, when a Ready CCM pod holds the provider's Lease. Leader election identities are
+ * `<hostname>_<uuid>`, and the CCM runs on the host network: its hostname is its node's name.
+ */
+export async function ccmLeader(ctx: StepContext, snapshot: Snapshot): Promise<string | undefined> {
+  const facts = providerFacts(snapshot.provider);
+  const deployment = ccmDeploymentOf(render(snapshot, 0));
+  const selector = Object.entries(deployment.spec?.selector.matchLabels ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+  const [pods, lease] = await Promise.all([
+    call('list CCM pods', () =>
+      ctx.clients.core.listNamespacedPod({ namespace: facts.namespace, labelSelector: selector }),
+    ),
+    call('read the CCM lease', () =>
+      ctx.clients.coordination.readNamespacedLease({ name: facts.leaseName, namespace: facts.namespace }),
+    ).catch((err: unknown) => {
+      if (httpStatus(err) === 404) return undefined;
+      throw err;
+    }),
+  ]);
+  const holder = lease?.spec?.holderIdentity ?? '';
+  const leader = pods.items.find((p) => isPodReady(p) && holder.startsWith(`${p.spec?.nodeName}_`));
+  return leader?.metadata?.name;
+}
+
+export async function activateCcm(event: RunIds, ctx: StepContext): Promise<{ leader: string }> {
+  const snapshot = await loadSnapshot(ctx, event);
+  await waitFor(
+    'every kube-controller-manager to run without the in-tree provider',
+    async () => (await inTreeControllerManagers(ctx, snapshot)).length === 0,
+    ctx,
+  );
+  const applied = await applyObjects(ctx.clients, render(snapshot, snapshot.ccmReplicas));
+  if (applied.some((a) => a.changed)) {
+    ctx.progress({ step: 'activate-ccm', message: `CCM scaled to ${snapshot.ccmReplicas}` });
+  }
+  const leader = await waitFor('the CCM to be Ready and hold its lease', () => ccmLeader(ctx, snapshot), ctx);
+  ctx.progress({ step: 'activate-ccm', message: `CCM leader ${leader}` });
+  return { leader };
+}

@@ -1,0 +1,71 @@
+/** Reading the cluster the way every step needs it: nodes, their roles and readiness, mirror pods. */
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { call, httpStatus } from '../kube/errors.ts';
+import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
+import type { StepContext } from './context.ts';
+
+/** What reading the cluster takes. */
+export type ClusterAccess = Pick<StepContext, 'clients'>;
+
+/** kubeadm labels control-plane nodes with this (and, before 1.24, node-role.kubernetes.io/master). */
+const CONTROL_PLANE_LABELS = ['node-role.kubernetes.io/control-plane', 'node-role.kubernetes.io/master'];
+
+export async function listNodes(ctx: ClusterAccess): Promise<V1Node[]> {
+  const nodes: V1Node[] = [];
+  let _continue: string | undefined;
+  do {
+    const page = await call(`list nodes at ${ctx.clients.server}`, () =>
+      ctx.clients.core.listNode({ limit: 500, ...(_continue ? { _continue } : {}) }),
+    );
+    nodes.push(...page.items);
+    _continue = page.metadata?._continue || undefined;
+  } while (_continue);
+  return nodes;
+}
+
+export async function readNode(ctx: ClusterAccess, name: string): Promise<V1Node> {
+  return call(`read node ${name}`, () => ctx.clients.core.readNode({ name }));
+}
+
+export function nodeName(node: V1Node): string {
+  return node.metadata?.name ?? '';
+}
+
+export function isControlPlane(node: V1Node): boolean {
+  const labels = node.metadata?.labels ?? {};
+  return CONTROL_PLANE_LABELS.some((label) => label in labels);
+}
+
+export function isNodeReady(node: V1Node): boolean {
+  return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+export function hasUninitializedTaint(node: V1Node): boolean {
+  return node.spec?.taints?.some((t) => t.key === UNINITIALIZED_TAINT) ?? false;
+}
+
+/** kubelet names a static pod's mirror pod `<pod name>-<node name>`. */
+export async function readMirrorPod(
+  ctx: StepContext,
+  component: string,
+  node: string,
+): Promise<V1Pod | undefined> {
+  try {
+    return await call(`read ${component} on ${node}`, () =>
+      ctx.clients.core.readNamespacedPod({ name: `${component}-${node}`, namespace: 'kube-system' }),
+    );
+  } catch (err) {
+    if (httpStatus(err) === 404) return undefined;
+    throw err;
+  }
+}
+
+export function isPodReady(pod: V1Pod): boolean {
+  return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+/** The first container's command line, as the binary sees it. */
+export function commandLine(pod: V1Pod): string[] {
+  const c = pod.spec?.containers[0];
+  return [...(c?.command ?? []), ...(c?.args ?? [])];
+}

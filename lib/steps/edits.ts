@@ -1,0 +1,33 @@
+/**
+ * What the upgrade changes in node files, as agent edits (KEP-2395 "General Guidance"; PROVIDER-FACTS 0.2):
+ * kube-apiserver loses --cloud-provider/--cloud-config, kube-controller-manager and kubelet run with
+ * --cloud-provider=external and no --cloud-config, and the 1.29–1.30 gates that kept in-tree providers
+ * alive go (they are locked on from 1.31, so leaving them blocks the next upgrade).
+ */
+import type { StaticPodEdit } from '../agent/protocol.ts';
+
+export const KAS_MANIFEST = '/etc/kubernetes/manifests/kube-apiserver.yaml';
+export const KCM_MANIFEST = '/etc/kubernetes/manifests/kube-controller-manager.yaml';
+export const CONTROL_PLANE_MANIFESTS = [KAS_MANIFEST, KCM_MANIFEST] as const;
+
+const IN_TREE_GATES = { DisableCloudProviders: null, DisableKubeletCloudCredentialProviders: null };
+
+export const TO_EXTERNAL_STATIC_PODS: readonly StaticPodEdit[] = [
+  {
+    path: KAS_MANIFEST,
+    flags: { 'cloud-provider': null, 'cloud-config': null },
+    featureGates: IN_TREE_GATES,
+    dropUnusedCloudConfigVolume: true,
+  },
+  {
+    path: KCM_MANIFEST,
+    flags: { 'cloud-provider': 'external', 'cloud-config': null },
+    featureGates: IN_TREE_GATES,
+    dropUnusedCloudConfigVolume: true,
+  },
+];
+
+export const TO_EXTERNAL_KUBELET = {
+  flags: { 'cloud-provider': 'external', 'cloud-config': null },
+  featureGates: { DisableKubeletCloudCredentialProviders: null },
+};

@@ -1,0 +1,57 @@
+/**
+ * Every step by its id, with the schema its event is parsed with: what a Lambda handler wraps and what the
+ * local engine calls. An event that does not parse is InvalidInput (the state machine's Catch ends the run),
+ * never a TypeError from deep inside a step.
+ */
+import type * as z from 'zod';
+import type { StepId } from '../../state-machines/steps.ts';
+import { InvalidInputError } from '../errors.ts';
+import { activateCcm, stageCcm } from './ccm.ts';
+import type { StepContext } from './context.ts';
+import { finalize, recordFailure } from './finalize.ts';
+import { flipKubelet, moveControlPlaneNode } from './nodes.ts';
+import { preflight } from './preflight.ts';
+import {
+  FailureEventSchema,
+  FinalizeEventSchema,
+  NodeEventSchema,
+  PreflightEventSchema,
+  RunIds,
+} from './schemas.ts';
+import { verify } from './verify.ts';
+
+interface StepDefinition<S extends z.ZodType> {
+  readonly schema: S;
+  readonly run: (event: z.infer<S>, ctx: StepContext) => Promise<unknown>;
+}
+
+function step<S extends z.ZodType>(
+  schema: S,
+  run: (event: z.infer<S>, ctx: StepContext) => Promise<unknown>,
+): StepDefinition<S> {
+  return { schema, run };
+}
+
+export const STEPS: Readonly<Record<StepId, StepDefinition<z.ZodType>>> = {
+  preflight: step(PreflightEventSchema, preflight),
+  'stage-ccm': step(RunIds, stageCcm),
+  'move-control-plane-node': step(NodeEventSchema, moveControlPlaneNode),
+  'activate-ccm': step(RunIds, activateCcm),
+  'flip-kubelet': step(NodeEventSchema, flipKubelet),
+  verify: step(RunIds, verify),
+  finalize: step(FinalizeEventSchema, finalize),
+  'record-failure': step(FailureEventSchema, recordFailure),
+};
+
+/** Parse the event with the step's schema and run it. */
+export async function runStep(id: StepId, event: unknown, ctx: StepContext): Promise<unknown> {
+  const definition = STEPS[id];
+  const parsed = definition.schema.safeParse(event);
+  if (!parsed.success) {
+    const issues = parsed.error.issues
+      .map((i) => `${i.path.join('.') || '(event)'}: ${i.message}`)
+      .join('; ');
+    throw new InvalidInputError(`step ${id}: ${issues}`);
+  }
+  return definition.run(parsed.data, ctx);
+}

@@ -1,0 +1,64 @@
+/**
+ * Steps 3 and 5: one control-plane node's kube-apiserver and kube-controller-manager, and one node's
+ * kubelet, moved off the in-tree provider through the node agent. The agent leaves a file that is already
+ * as desired alone, so a retried or resumed step only waits for what it changed before.
+ */
+import { parseFlags } from '../controlplane/flags.ts';
+import { waitFor } from '../kube/wait.ts';
+import { commandLine, isNodeReady, isPodReady, readMirrorPod, readNode } from './cluster.ts';
+import type { StepContext } from './context.ts';
+import { TO_EXTERNAL_KUBELET, TO_EXTERNAL_STATIC_PODS } from './edits.ts';
+import type { NodeEvent } from './schemas.ts';
+
+/** What a component's running flags must say once it is off the in-tree provider. */
+const MOVED: Record<string, (flags: Map<string, string>) => boolean> = {
+  'kube-apiserver': (f) => !f.has('cloud-provider') && !f.has('cloud-config'),
+  'kube-controller-manager': (f) => f.get('cloud-provider') === 'external' && !f.has('cloud-config'),
+};
+
+export async function moveControlPlaneNode(
+  event: NodeEvent,
+  ctx: StepContext,
+): Promise<{ changed: boolean }> {
+  const result = await ctx.agent(event.node, {
+    op: 'set-flags',
+    runId: event.runId,
+    staticPods: [...TO_EXTERNAL_STATIC_PODS],
+  });
+  ctx.progress({
+    step: 'move-control-plane-node',
+    node: event.node,
+    message: result.changed ? 'manifests rewritten, waiting for the new pods' : 'manifests already external',
+  });
+  for (const [component, moved] of Object.entries(MOVED)) {
+    // The mirror pod that runs the new flags and is Ready: kubelet restarted the static pod from the new file.
+    await waitFor(
+      `${component} on ${event.node} to run without the in-tree provider`,
+      async () => {
+        const pod = await readMirrorPod(ctx, component, event.node);
+        return pod !== undefined && isPodReady(pod) && moved(parseFlags(commandLine(pod)));
+      },
+      ctx,
+    );
+  }
+  return { changed: result.changed };
+}
+
+export async function flipKubelet(event: NodeEvent, ctx: StepContext): Promise<{ changed: boolean }> {
+  const result = await ctx.agent(event.node, {
+    op: 'set-flags',
+    runId: event.runId,
+    kubelet: TO_EXTERNAL_KUBELET,
+  });
+  ctx.progress({
+    step: 'flip-kubelet',
+    node: event.node,
+    message: result.changed ? 'kubelet flags external, kubelet restarting' : 'kubelet already external',
+  });
+  await waitFor(
+    `node ${event.node} to be Ready`,
+    async () => isNodeReady(await readNode(ctx, event.node)),
+    ctx,
+  );
+  return { changed: result.changed };
+}

@@ -1,0 +1,63 @@
+/**
+ * The events the upgrade's steps receive: one zod schema each, the single source of their shape for the
+ * state machine's payloads, the Lambda handlers and the local engine. Payloads carry ids and small
+ * summaries only; what a step needs from earlier ones (provider, image, snapshot) it reads from the run store.
+ */
+import * as z from 'zod';
+import { PROVIDERS } from '../providers/catalog.ts';
+
+/** A Kubernetes-style name: what clusterId and runId must be (they name Jobs, files and executions). */
+export const ResourceName = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'lower-case letters, digits and -, at most 63');
+
+export const RunIds = z.object({ clusterId: ResourceName, runId: ResourceName });
+export type RunIds = z.infer<typeof RunIds>;
+
+export const UpgradeOptionsSchema = z.object({
+  /** The provider the operator says the cluster runs; preflight refuses a cluster that says otherwise. */
+  provider: z.enum(PROVIDERS).optional(),
+  /** Replicas of the CCM once started; by default one per control-plane node, at most 3. */
+  ccmReplicas: z.int().min(1).max(5).optional(),
+});
+export type UpgradeOptions = z.infer<typeof UpgradeOptionsSchema>;
+
+/** The input of an upgrade execution. */
+export const UpgradeInputSchema = RunIds.extend({
+  /** Worker kubelets restarted at once (the Map's MaxConcurrency). */
+  maxUnavailable: z.int().min(1).max(100).default(1),
+  options: UpgradeOptionsSchema.default({}),
+});
+export type UpgradeInput = z.infer<typeof UpgradeInputSchema>;
+
+export const PreflightEventSchema = RunIds.extend({ options: UpgradeOptionsSchema.default({}) });
+export const NodeEventSchema = RunIds.extend({ node: z.string().min(1) });
+export type NodeEvent = z.infer<typeof NodeEventSchema>;
+
+export const PreflightResultSchema = z.object({
+  alreadyExternal: z.boolean(),
+  provider: z.enum(PROVIDERS),
+  kubernetesVersion: z.string(),
+  controlPlaneNodes: z.array(z.string()),
+  workerNodes: z.array(z.string()),
+  /** Every node in the order its kubelet flips: control-plane nodes first. */
+  kubeletOrder: z.array(z.string()),
+});
+export type PreflightResult = z.infer<typeof PreflightResultSchema>;
+
+export const VerificationSchema = z.object({
+  nodes: z.int(),
+  canary: z.string().optional(),
+  /** How long the CCM took to initialise the canary node. */
+  canaryClearedMs: z.number().optional(),
+  ccmLeader: z.string(),
+  loadBalancers: z.int(),
+});
+export type Verification = z.infer<typeof VerificationSchema>;
+
+export const FinalizeEventSchema = RunIds.extend({ verification: VerificationSchema });
+
+/** What Step Functions puts in `$.error` when a Catch fires. */
+export const FailureEventSchema = RunIds.extend({
+  error: z.object({ Error: z.string(), Cause: z.string().optional() }),
+});

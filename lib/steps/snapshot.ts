@@ -1,0 +1,42 @@
+/**
+ * The way back: what preflight records about the cluster before anything changes. Stored once per run (the
+ * first write wins, so a resumed run keeps the state from before its first change), never in a state
+ * payload. It holds hashes and cloud-related flags of node files, never their text.
+ */
+import * as z from 'zod';
+import { FileReportSchema } from '../agent/protocol.ts';
+import { PROVIDERS } from '../providers/catalog.ts';
+
+export const NodeFactsSchema = z.object({
+  role: z.enum(['control-plane', 'worker']),
+  providerID: z.string().optional(),
+  /** topology.kubernetes.io/{region,zone} and node.kubernetes.io/instance-type, as the CCM must keep them. */
+  labels: z.record(z.string(), z.string()),
+  addresses: z.array(z.object({ type: z.string(), address: z.string() })),
+});
+export type NodeFacts = z.infer<typeof NodeFactsSchema>;
+
+export const SnapshotSchema = z.object({
+  takenAt: z.string(),
+  provider: z.enum(PROVIDERS),
+  kubernetesVersion: z.string(),
+  ccmImage: z.string(),
+  /** KCM's --cluster-name: the CCM must use the same, or it orphans every cloud load balancer. */
+  clusterName: z.string(),
+  ccmReplicas: z.int(),
+  nodes: z.record(z.string(), NodeFactsSchema),
+  /** Per node, the files the migration reads or changes. */
+  files: z.record(
+    z.string(),
+    z.array(FileReportSchema.pick({ path: true, exists: true, sha256: true, kind: true, flags: true })),
+  ),
+  loadBalancers: z.array(z.object({ namespace: z.string(), name: z.string(), ingress: z.array(z.string()) })),
+});
+export type Snapshot = z.infer<typeof SnapshotSchema>;
+
+/** The labels the CCM sets from the cloud and verify compares with the snapshot. */
+export const TOPOLOGY_LABELS = [
+  'topology.kubernetes.io/region',
+  'topology.kubernetes.io/zone',
+  'node.kubernetes.io/instance-type',
+] as const;

@@ -1,0 +1,139 @@
+/**
+ * Step 6, Verify. Flipping kubelet on an existing node never adds the uninitialized taint, so "no taints"
+ * alone proves nothing: a canary node is tainted and the CCM must clear it within the KEP-2395 SLO (60 s).
+ * Then every node must still carry the providerID, topology labels and addresses of the snapshot, none may
+ * be tainted, a CCM must lead, and LoadBalancer services must keep their ingress.
+ */
+import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { VerificationFailedError } from '../errors.ts';
+import { call } from '../kube/errors.ts';
+import { waitFor } from '../kube/wait.ts';
+import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
+import { ccmLeader } from './ccm.ts';
+import { hasUninitializedTaint, listNodes, nodeName, readNode } from './cluster.ts';
+import type { StepContext } from './context.ts';
+import type { RunIds, Verification } from './schemas.ts';
+import type { Snapshot } from './snapshot.ts';
+import { loadSnapshot } from './snapshot-store.ts';
+
+/** KEP-2395: a CCM initialises a new node within 60 s. */
+export const CANARY_SLO_MS = 60_000;
+
+const CANARY_TAINT: V1Taint = { key: UNINITIALIZED_TAINT, value: 'true', effect: 'NoSchedule' };
+
+async function taintCanary(ctx: StepContext, node: V1Node): Promise<void> {
+  if (hasUninitializedTaint(node)) return;
+  const name = nodeName(node);
+  // JSON patch with a resourceVersion test: never overwrite taints someone else changed meanwhile.
+  const patch = [
+    { op: 'test', path: '/metadata/resourceVersion', value: node.metadata?.resourceVersion },
+    node.spec?.taints
+      ? { op: 'add', path: '/spec/taints/-', value: CANARY_TAINT }
+      : { op: 'add', path: '/spec/taints', value: [CANARY_TAINT] },
+  ];
+  await call(`taint canary node ${name}`, () =>
+    ctx.clients.core.patchNode(
+      { name, body: patch },
+      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+    ),
+  );
+}
+
+async function canaryCheck(
+  ctx: StepContext,
+  snapshot: Snapshot,
+): Promise<{ canary: string; clearedMs: number }> {
+  const workers = Object.entries(snapshot.nodes).filter(([, n]) => n.role === 'worker');
+  const canary = (workers[0] ?? Object.entries(snapshot.nodes)[0])?.[0];
+  if (!canary) throw new VerificationFailedError('the snapshot lists no node to use as a canary');
+  const started = Date.now();
+  await taintCanary(ctx, await readNode(ctx, canary));
+  ctx.progress({
+    step: 'verify',
+    node: canary,
+    message: 'canary tainted uninitialized; waiting for the CCM',
+  });
+  await waitFor(
+    `the CCM to initialise canary node ${canary}`,
+    async () => !hasUninitializedTaint(await readNode(ctx, canary)),
+    { waitMs: Math.min(ctx.waitMs, CANARY_SLO_MS), pollMs: ctx.pollMs },
+  ).catch((err: unknown) => {
+    if (err instanceof VerificationFailedError) throw err;
+    throw new VerificationFailedError(
+      `the CCM did not initialise canary node ${canary} within ${CANARY_SLO_MS / 1000} s (KEP-2395 SLO): it still has ${UNINITIALIZED_TAINT}`,
+    );
+  });
+  return { canary, clearedMs: Date.now() - started };
+}
+
+/** How each node differs from the snapshot in what the CCM owns: providerID, topology labels, addresses. */
+function driftFromSnapshot(nodes: readonly V1Node[], snapshot: Snapshot): string[] {
+  const problems: string[] = [];
+  for (const node of nodes) {
+    const name = nodeName(node);
+    const before = snapshot.nodes[name];
+    if (!node.spec?.providerID) problems.push(`${name} has no providerID`);
+    if (!before) continue;
+    if (before.providerID && node.spec?.providerID !== before.providerID) {
+      problems.push(`${name} providerID ${node.spec?.providerID} (was ${before.providerID})`);
+    }
+    for (const [key, value] of Object.entries(before.labels)) {
+      const now = node.metadata?.labels?.[key];
+      if (now !== value) problems.push(`${name} label ${key}=${now ?? '(none)'} (was ${value})`);
+    }
+    const addresses = new Set((node.status?.addresses ?? []).map((a) => `${a.type}/${a.address}`));
+    for (const a of before.addresses) {
+      if (!addresses.has(`${a.type}/${a.address}`))
+        problems.push(`${name} lost address ${a.type} ${a.address}`);
+    }
+  }
+  return problems;
+}
+
+async function lostIngress(ctx: StepContext, snapshot: Snapshot): Promise<string[]> {
+  const services = await call('list services', () => ctx.clients.core.listServiceForAllNamespaces());
+  const now = new Map(
+    services.items.map((s) => [
+      `${s.metadata?.namespace}/${s.metadata?.name}`,
+      new Set((s.status?.loadBalancer?.ingress ?? []).map((i) => i.hostname ?? i.ip ?? '')),
+    ]),
+  );
+  return snapshot.loadBalancers.flatMap((lb) => {
+    const key = `${lb.namespace}/${lb.name}`;
+    const ingress = now.get(key);
+    return lb.ingress.filter((i) => !ingress?.has(i)).map((i) => `${key} lost ingress ${i}`);
+  });
+}
+
+export async function verify(event: RunIds, ctx: StepContext): Promise<Verification> {
+  const snapshot = await loadSnapshot(ctx, event);
+  const leader = await waitFor('a CCM to hold its lease', () => ccmLeader(ctx, snapshot), ctx);
+  const { canary, clearedMs } = await canaryCheck(ctx, snapshot);
+  // A node that joined during the run may still be waiting for the CCM: give it the same bounded wait.
+  const nodes = await waitFor(
+    'no node to carry the uninitialized taint',
+    async () => {
+      const all = await listNodes(ctx);
+      return !all.some(hasUninitializedTaint) && all;
+    },
+    ctx,
+  );
+  const problems = [...driftFromSnapshot(nodes, snapshot), ...(await lostIngress(ctx, snapshot))];
+  if (problems.length > 0) {
+    throw new VerificationFailedError(
+      `the cluster differs from its snapshot: ${problems.slice(0, 10).join('; ')}`,
+    );
+  }
+  ctx.progress({
+    step: 'verify',
+    message: `${nodes.length} nodes initialised by the CCM (${leader}); canary cleared in ${clearedMs} ms`,
+  });
+  return {
+    nodes: nodes.length,
+    canary,
+    canaryClearedMs: clearedMs,
+    ccmLeader: leader,
+    loadBalancers: snapshot.loadBalancers.length,
+  };
+}

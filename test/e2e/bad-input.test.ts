@@ -1,0 +1,91 @@
+/**
+ * Bad input ends an upgrade in preflight with a clear message and no change: not one node file written,
+ * no object applied. (Unreachable APIs, unknown contexts and broken kubeconfigs: test/cli/upgrade.test.ts.)
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { FIXTURES, type FileEdit, fixtureSpec } from '../twin/running-twin.ts';
+import { type E2E, nodeFiles, startE2E } from './harness.ts';
+
+const KCM = '/etc/kubernetes/manifests/kube-controller-manager.yaml';
+const KUBELET_FLAGS = '/var/lib/kubelet/kubeadm-flags.env';
+
+let e2e: E2E | undefined;
+afterEach(async () => {
+  await e2e?.stop();
+  e2e = undefined;
+});
+
+async function expectRefused(
+  setup: { edits?: FileEdit[]; before?: (run: E2E) => Promise<void>; provider?: 'azure' },
+  error: string,
+  message: RegExp,
+): Promise<void> {
+  e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini, { edits: setup.edits ?? [] }));
+  await setup.before?.(e2e);
+  const files = await nodeFiles(e2e.t);
+  const result = await e2e.upgrade({
+    options: setup.provider ? { provider: setup.provider } : {},
+    waitMs: 500,
+  });
+  expect(result.status).toBe('FAILED');
+  expect(result.error?.name, result.error?.cause).toBe(error);
+  expect(result.error?.cause).toMatch(message);
+  expect(await nodeFiles(e2e.t)).toEqual(files);
+  const sas = await e2e.t.core.listNamespacedServiceAccount({ namespace: 'kube-system' });
+  expect(sas.items.map((s) => s.metadata?.name)).not.toContain('cloud-controller-manager');
+  const record = await e2e.store.get(result.clusterId, result.runId);
+  expect(record?.status).toBe('failed');
+}
+
+describe('an upgrade refused in preflight', () => {
+  it('refuses a --provider the cluster contradicts', async () => {
+    await expectRefused(
+      { provider: 'azure' },
+      'PreflightFailed',
+      /--provider azure does not match the cluster, which runs aws/,
+    );
+  });
+
+  it('refuses a node file the agent cannot parse, naming it', async () => {
+    await expectRefused(
+      {
+        before: async ({ t }) => {
+          await t.writeFile('cp-1', KCM, 'apiVersion: v1\nkind: Pod\nspec: {containers: [\n');
+        },
+      },
+      'AgentFailed',
+      /kube-controller-manager\.yaml/,
+    );
+  });
+
+  it('refuses nodes whose instance the external CCM would not find, naming them', async () => {
+    // Kubelets flipped by hand with no CCM: the nodes registered without a providerID.
+    const external: FileEdit = {
+      group: 'worker',
+      file: KUBELET_FLAGS,
+      edit: (text) =>
+        text.replace('--cloud-provider=aws', '--cloud-provider=external').replace(/--cloud-config=\S+ /, ''),
+    };
+    await expectRefused(
+      { edits: [external] },
+      'PreflightFailed',
+      /would not find the instance of 2 node\(s\) and would delete them: worker-1 \(providerID missing\), worker-2/,
+    );
+  });
+
+  it('refuses a cluster half-migrated by a run it does not know', async () => {
+    const kcmExternal: FileEdit = {
+      group: 'cp',
+      file: KCM,
+      edit: (text) =>
+        text
+          .replace('--cloud-provider=aws', '--cloud-provider=external')
+          .replace(/^ *- --cloud-config=.*\n/m, ''),
+    };
+    await expectRefused(
+      { edits: [kcmExternal] },
+      'PreflightFailed',
+      /half-migrated by a run ccm-migrate does not know/,
+    );
+  });
+});
