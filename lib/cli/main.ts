@@ -3,11 +3,19 @@
  * calls one function, and turns known failures into a one-line message and a documented exit code.
  */
 import { fileURLToPath } from 'node:url';
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { CcmMigrateError } from '../errors.ts';
+import { clientsFromKubeconfigFile } from '../kube/clients.ts';
+import { PROVIDERS, type ProviderId } from '../providers/catalog.ts';
+import { ResourceName } from '../steps/schemas.ts';
+import { defaultStateDir, LocalRunStore } from '../store/local-store.ts';
 import { loadTwinSpec, TwinSpecError } from '../twin/spec.ts';
 import { TwinStartError } from '../twin/twin.ts';
-import { CliError, EXIT } from './exit-codes.ts';
+import { demo } from './demo.ts';
+import { CliError, EXIT, exitCodeForError } from './exit-codes.ts';
+import { planCommand } from './plan.ts';
 import { serveTwin } from './twin-serve.ts';
+import { upgradeCommand } from './upgrade.ts';
 
 /** The example twin `npm start` runs: AWS, three control-plane nodes and five workers. */
 export const DEFAULT_TWIN_SPEC = fileURLToPath(new URL('../../assets/twins/aws-ha.yaml', import.meta.url));
@@ -17,6 +25,63 @@ function port(value: string): number {
   if (!Number.isInteger(n) || n < 0 || n > 65_535)
     throw new InvalidArgumentError('expected a port number 0–65535');
   return n;
+}
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 100)
+    throw new InvalidArgumentError('expected a whole number 1–100');
+  return n;
+}
+
+function clusterId(value: string): string {
+  if (!ResourceName.safeParse(value).success) {
+    throw new InvalidArgumentError(
+      'expected lower-case letters, digits and -, at most 63 (it names runs and Jobs)',
+    );
+  }
+  return value;
+}
+
+function defaultKubeconfig(): string {
+  return process.env.KUBECONFIG?.split(':')[0] || `${process.env.HOME ?? ''}/.kube/config`;
+}
+
+/** The flags of every command that works on one cluster. */
+interface ClusterFlags {
+  clusterId: string;
+  kubeconfig?: string;
+  context?: string;
+  provider?: ProviderId;
+  agentImage?: string;
+}
+
+function clusterCommand(program: Command, name: string): Command {
+  return program
+    .command(name)
+    .requiredOption(
+      '--cluster-id <id>',
+      'the cluster’s id in the run store (lower-case letters, digits, -)',
+      clusterId,
+    )
+    .option('--kubeconfig <file>', 'kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)')
+    .option('--context <name>', 'kubeconfig context (default: the current one)')
+    .addOption(
+      new Option(
+        '--provider <p>',
+        'the provider you expect; a cluster that says otherwise is refused',
+      ).choices(PROVIDERS),
+    )
+    .option('--agent-image <image>', 'image of the node agent Jobs (any Node 22 image)');
+}
+
+function clusterTarget(o: ClusterFlags) {
+  return {
+    clients: clientsFromKubeconfigFile(o.kubeconfig ?? defaultKubeconfig(), o.context),
+    clusterId: o.clusterId,
+    options: o.provider ? { provider: o.provider } : {},
+    ...(o.agentImage ? { agentImage: o.agentImage } : {}),
+  };
 }
 
 export function buildProgram(): Command {
@@ -43,15 +108,40 @@ export function buildProgram(): Command {
       await serveTwin({ ...o, spec: await loadTwinSpec(o.spec) });
     });
 
+  clusterCommand(program, 'plan')
+    .description(
+      'Print exactly what an upgrade would change (a diff per node file and per object); change nothing.',
+    )
+    .action(async (o: ClusterFlags) => {
+      await planCommand(clusterTarget(o));
+    });
+
+  clusterCommand(program, 'upgrade')
+    .description(
+      'Move one cluster from its in-tree cloud provider to the external CCM (local mode: the same workflow as on AWS, run in-process). Resumes the cluster’s unfinished run.',
+    )
+    .option('--max-unavailable <n>', 'kubelets restarted at once', positiveInt, 1)
+    .option('--state-dir <dir>', 'run records (default: $CCM_MIGRATE_STATE_DIR or ~/.ccm-migrate)')
+    .option('--yes', 'do not ask for confirmation', false)
+    .action(async (o: ClusterFlags & { maxUnavailable: number; stateDir?: string; yes: boolean }) => {
+      await upgradeCommand({
+        ...clusterTarget(o),
+        store: new LocalRunStore(o.stateDir ?? defaultStateDir()),
+        maxUnavailable: o.maxUnavailable,
+        yes: o.yes,
+      });
+    });
+
   program
     .command('demo')
     .description(
-      'The default job (`npm start`): serve the example AWS twin and show how to reach it with kubectl.',
+      'The default job (`npm start`): start the example AWS twin, upgrade it to the external CCM end to end, print the summary and the invariants, stop.',
     )
     .option('--spec <file>', 'twin spec to use instead of the example', DEFAULT_TWIN_SPEC)
     .option('--state-dir <dir>', 'state dir (default: a new temp dir)')
-    .action(async (o: { spec: string; stateDir?: string }) => {
-      await serveTwin({ ...o, spec: await loadTwinSpec(o.spec) });
+    .option('--max-unavailable <n>', 'worker kubelets restarted at once', positiveInt, 2)
+    .action(async (o: { spec: string; stateDir?: string; maxUnavailable: number }) => {
+      await demo({ ...o, spec: await loadTwinSpec(o.spec) });
     });
 
   return program;
@@ -64,6 +154,8 @@ function explain(err: unknown): { code: number; message: string } {
   if (err instanceof CliError) return { code: err.exitCode, message: err.message };
   if (err instanceof TwinSpecError) return { code: EXIT.badInput, message: err.message };
   if (err instanceof TwinStartError) return { code: EXIT.failed, message: err.message };
+  if (err instanceof CcmMigrateError)
+    return { code: exitCodeForError(err.name), message: `${err.name}: ${err.message}` };
   const message = err instanceof Error ? err.message : String(err);
   return {
     code: EXIT.failed,

@@ -1,0 +1,41 @@
+/** `ccm-migrate plan`: print what an upgrade would change (a diff per node file and per object). */
+import type { KubeClients } from '../kube/clients.ts';
+import { planUpgrade, type UpgradePlan } from '../local/plan.ts';
+import type { UpgradeOptions } from '../steps/schemas.ts';
+
+export function renderPlan(clusterId: string, server: string, plan: UpgradePlan): string {
+  const e = plan.examination;
+  const lines = [
+    `plan for cluster ${clusterId} at ${server}`,
+    `  Kubernetes ${e.kubernetesVersion}, provider ${e.provider}, --cluster-name ${e.clusterName}`,
+    `  CCM image ${e.ccmImage}; control plane ${e.controlPlaneNodes.join(', ')}; ${e.workerNodes.length} worker(s)`,
+    '',
+  ];
+  if (e.inTreeLeft.length === 0)
+    lines.push('the cluster is already external: an upgrade would only verify it', '');
+  lines.push(`node files (${plan.files.length} to change):`);
+  for (const f of plan.files) lines.push(`--- ${f.node}:${f.path}`, f.diff.trimEnd(), '');
+  lines.push(`objects (server-side apply, field manager ccm-migrate):`);
+  for (const o of plan.objects) {
+    lines.push(`  ${o.action.padEnd(9)} ${o.object}`);
+    if (o.diff && o.action === 'update') lines.push(o.diff.trimEnd());
+  }
+  lines.push('', 'nothing was changed.');
+  return `${lines.join('\n')}\n`;
+}
+
+export async function planCommand(cmd: {
+  clients: KubeClients;
+  clusterId: string;
+  options: UpgradeOptions;
+  agentImage?: string;
+  out?: NodeJS.WritableStream;
+}): Promise<UpgradePlan> {
+  const plan = await planUpgrade({
+    clients: cmd.clients,
+    options: cmd.options,
+    ...(cmd.agentImage ? { agentImage: cmd.agentImage } : {}),
+  });
+  (cmd.out ?? process.stdout).write(renderPlan(cmd.clusterId, cmd.clients.server, plan));
+  return plan;
+}

@@ -1,0 +1,107 @@
+/**
+ * `ccm-migrate upgrade`: the upgrade of one cluster in local mode, with progress per step and node, a
+ * summary, and an exit code per failure kind. The kubeconfig stays on this machine: only its server
+ * address is printed.
+ */
+import { createInterface } from 'node:readline/promises';
+import { ERROR_NAMES } from '../errors.ts';
+import type { KubeClients } from '../kube/clients.ts';
+import { call } from '../kube/errors.ts';
+import type { EventLog } from '../local/engine.ts';
+import { type LocalUpgradeResult, runUpgradeLocally } from '../local/upgrade.ts';
+import type { Progress } from '../steps/context.ts';
+import type { UpgradeOptions } from '../steps/schemas.ts';
+import type { RunStore } from '../store/run-store.ts';
+import { CliError, EXIT, exitCodeForError } from './exit-codes.ts';
+
+export interface UpgradeCommand {
+  readonly clients: KubeClients;
+  readonly store: RunStore;
+  readonly clusterId: string;
+  readonly maxUnavailable: number;
+  readonly options: UpgradeOptions;
+  readonly yes: boolean;
+  readonly agentImage?: string;
+  readonly out?: NodeJS.WritableStream;
+}
+
+async function confirm(question: string): Promise<boolean> {
+  if (!process.stdin.isTTY) {
+    throw new CliError(
+      'refusing to change a cluster without confirmation: pass --yes when not at a terminal',
+      EXIT.badInput,
+    );
+  }
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return /^y(es)?$/i.test((await rl.question(`${question} [y/N] `)).trim());
+  } finally {
+    rl.close();
+  }
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+/** Progress lines: each state the engine enters (Maps and their items aside) and what the steps report. */
+export function progressPrinter(out: NodeJS.WritableStream, started = Date.now()) {
+  const stamp = (): string => `[${seconds(Date.now() - started).padStart(7)}]`;
+  return {
+    onEvent: (event: EventLog): void => {
+      if (event.type === 'StateEntered' && !('index' in event && event.index !== undefined)) {
+        out.write(`${stamp()} ▶ ${event.state.name}\n`);
+      }
+    },
+    onProgress: (p: Progress): void => {
+      out.write(`${stamp()}   ${p.step}${p.node ? ` ${p.node}` : ''}: ${p.message}\n`);
+    },
+  };
+}
+
+export function summary(result: LocalUpgradeResult, nodes: number | undefined): string {
+  const lines = [
+    '',
+    `upgrade ${result.status === 'SUCCEEDED' ? 'succeeded' : result.status.toLowerCase()}: cluster ${result.clusterId}, run ${result.runId}${result.resumed ? ' (resumed)' : ''}`,
+    `  duration:          ${seconds(result.durationMs)}`,
+    ...(nodes !== undefined ? [`  nodes:             ${nodes}`] : []),
+    `  API requests:      ${result.apiRequests}`,
+    `  state transitions: ${result.transitions}`,
+  ];
+  if (result.error) lines.push(`  error:             ${result.error.name}: ${result.error.cause}`);
+  return `${lines.join('\n')}\n`;
+}
+
+export async function upgradeCommand(cmd: UpgradeCommand): Promise<LocalUpgradeResult> {
+  const out = cmd.out ?? process.stdout;
+  // Fail fast on a wrong address: inside the workflow an unreachable API is retried for minutes.
+  const version = await call(`reach the API server at ${cmd.clients.server}`, () =>
+    cmd.clients.version.getCode(),
+  );
+  if (
+    !cmd.yes &&
+    !(await confirm(`Upgrade cluster ${cmd.clusterId} at ${cmd.clients.server} to an external CCM?`))
+  ) {
+    throw new CliError('not confirmed: nothing was changed', EXIT.badInput);
+  }
+  out.write(
+    `upgrading cluster ${cmd.clusterId} at ${cmd.clients.server} (Kubernetes ${version.gitVersion})\n`,
+  );
+  const printer = progressPrinter(out);
+  const result = await runUpgradeLocally({
+    clients: cmd.clients,
+    store: cmd.store,
+    clusterId: cmd.clusterId,
+    maxUnavailable: cmd.maxUnavailable,
+    options: cmd.options,
+    ...(cmd.agentImage ? { agentImage: cmd.agentImage } : {}),
+    ...printer,
+  });
+  const verification = (result.output as { verification?: { nodes?: number } } | undefined)?.verification;
+  out.write(summary(result, verification?.nodes));
+  if (result.status !== 'SUCCEEDED') {
+    const name = result.error?.name ?? ERROR_NAMES.verificationFailed;
+    throw new CliError(`${name}: ${result.error?.cause ?? 'the run did not finish'}`, exitCodeForError(name));
+  }
+  return result;
+}
