@@ -5,9 +5,10 @@
 import os from 'node:os';
 import { type BenchRow, renderTable, saveResults } from './report.ts';
 import { benchTwin } from './twin.ts';
+import { benchUpgrade } from './upgrade.ts';
 
 const quick = process.argv.includes('--quick');
-const rows: BenchRow[] = [...(await benchTwin({ quick }))];
+const rows: BenchRow[] = [...(await benchTwin({ quick })), ...(await benchUpgrade({ quick }))];
 process.stdout.write(
   `ccm-migrate benchmarks (${quick ? 'quick' : 'full'}) on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.version}\n\n`,
 );
