@@ -182,6 +182,18 @@ export const FaultSchema = z.discriminatedUnion('kind', [
 ]);
 export type Fault = z.infer<typeof FaultSchema>;
 
+/**
+ * An API object the cluster holds from the start, as kubeadm leaves them (the kubeadm-config ConfigMap, a
+ * LoadBalancer Service …). Checked against the twin's resource types when the twin starts.
+ */
+export const SpecObjectSchema = z
+  .object({
+    apiVersion: z.string().min(1),
+    kind: z.string().min(1),
+    metadata: z.object({ name: z.string().min(1), namespace: z.string().optional() }).loose(),
+  })
+  .loose();
+
 export const TwinSpecSchema = z
   .object({
     kind: z.literal('ClusterTwin'),
@@ -191,6 +203,7 @@ export const TwinSpecSchema = z
     latencies: LatenciesSchema.default(LatenciesSchema.parse({})),
     nodeGroups: z.array(NodeGroupSchema).min(1),
     faults: z.array(FaultSchema).default([]),
+    objects: z.array(SpecObjectSchema).default([]),
   })
   .strict()
   .superRefine((spec, ctx) => {
@@ -423,23 +436,42 @@ function isFileRef(value: unknown): value is FileRef {
   return isRecord(value) && typeof value.file === 'string' && Object.keys(value).length === 1;
 }
 
-/** A `{ file }` reference in a raw spec document: the files map that holds it, under which host path. */
+/**
+ * A `{ file }` reference in a raw spec document and where its contents go: a node group's host file takes
+ * the text as it is, an entry of `objects` takes the YAML object the file holds.
+ */
 interface FileRefSite {
-  readonly files: Record<string, unknown>;
-  readonly hostFile: string;
   readonly ref: FileRef;
   readonly path: readonly PropertyKey[];
+  place(text: string): void;
 }
 
 function fileRefSites(doc: unknown): FileRefSite[] {
-  if (!isRecord(doc) || !Array.isArray(doc.nodeGroups)) return [];
-  return doc.nodeGroups.flatMap((group: unknown, i): FileRefSite[] => {
-    if (!isRecord(group) || !isRecord(group.files)) return [];
-    const files = group.files;
-    return Object.entries(files).flatMap(([hostFile, ref]) =>
-      isFileRef(ref) ? [{ files, hostFile, ref, path: ['nodeGroups', i, 'files', hostFile] }] : [],
-    );
-  });
+  if (!isRecord(doc)) return [];
+  const hostFiles = (Array.isArray(doc.nodeGroups) ? doc.nodeGroups : []).flatMap(
+    (group: unknown, i): FileRefSite[] => {
+      if (!isRecord(group) || !isRecord(group.files)) return [];
+      const files = group.files;
+      return Object.entries(files).flatMap(([hostFile, ref]) =>
+        isFileRef(ref)
+          ? [
+              {
+                ref,
+                path: ['nodeGroups', i, 'files', hostFile],
+                place: (text: string) => (files[hostFile] = text),
+              },
+            ]
+          : [],
+      );
+    },
+  );
+  const objects = Array.isArray(doc.objects) ? doc.objects : [];
+  const objectFiles = objects.flatMap((ref: unknown, i): FileRefSite[] =>
+    isFileRef(ref)
+      ? [{ ref, path: ['objects', i], place: (text: string) => (objects[i] = parseYaml(text)) }]
+      : [],
+  );
+  return [...hostFiles, ...objectFiles];
 }
 
 /**
@@ -454,11 +486,17 @@ async function resolveFileRefs(doc: unknown, specFile: string): Promise<SpecProb
       const target = path.resolve(baseDir, site.ref.file);
       const read = reads.get(target) ?? readFile(target, 'utf8');
       reads.set(target, read);
+      let text: string;
       try {
-        site.files[site.hostFile] = await read;
-        return [];
+        text = await read;
       } catch (err) {
         return [{ path: site.path, message: `cannot read ${site.ref.file}: ${errorCode(err)}` }];
+      }
+      try {
+        site.place(text);
+        return [];
+      } catch (err) {
+        return [{ path: site.path, message: `${site.ref.file} is not valid YAML: ${firstLine(err)}` }];
       }
     }),
   );

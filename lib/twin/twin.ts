@@ -13,6 +13,7 @@ import { Faults } from './faults.ts';
 import { type InvariantMonitor, startInvariantMonitor } from './invariants.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
 import { type NodeSimulation, startNodes } from './nodes/index.ts';
+import { findByKind, typeKey } from './resources.ts';
 import type { TwinSpec } from './spec.ts';
 import { ObjectStore } from './store.ts';
 import { startWorkloadControllers, type WorkloadControllers } from './workloads/index.ts';
@@ -54,6 +55,20 @@ export class TwinStartError extends Error {
   }
 }
 
+/** The spec's objects, created before anything runs (kubeadm wrote them before the nodes joined). */
+function seedObjects(store: ObjectStore, spec: TwinSpec): void {
+  for (const [i, obj] of spec.objects.entries()) {
+    const type = findByKind(obj.apiVersion, obj.kind);
+    if (!type)
+      throw new TwinStartError(`objects[${i}]: the twin does not serve ${obj.apiVersion} ${obj.kind}`);
+    try {
+      store.create(typeKey(type), structuredClone(obj) as never);
+    } catch (err) {
+      throw new TwinStartError(`objects[${i}] (${obj.kind} ${obj.metadata.name}): ${(err as Error).message}`);
+    }
+  }
+}
+
 async function waitUntil(check: () => boolean, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
@@ -70,6 +85,7 @@ export async function startTwin(opts: TwinOptions): Promise<RunningTwin> {
   const startedAt = Date.now();
   const faults = new Faults(opts.spec.faults, { startedAt });
   const store = new ObjectStore();
+  seedObjects(store, opts.spec);
   const ctx: TwinContext = { spec: opts.spec, store, stateDir, faults, signal: abort.signal, startedAt };
   const cloud = new CloudModel(opts.spec);
 

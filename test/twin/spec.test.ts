@@ -570,6 +570,26 @@ nodeGroups:
     );
   });
 
+  it('reads an object of the cluster from a file, and names the path of one that is not YAML', async () => {
+    await writeFile(
+      path.join(dir, 'host', 'cm.yaml'),
+      'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: kube-system}\n',
+    );
+    await writeFile(path.join(dir, 'host', 'bad.yaml'), 'kind: [unclosed\n');
+    const good = await specFile(
+      'objects.yaml',
+      `${SPEC_WITH_REF('host/kube-apiserver.yaml')}objects:\n  - file: host/cm.yaml\n`,
+    );
+    expect((await loadTwinSpec(good)).objects).toEqual([
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x', namespace: 'kube-system' } },
+    ]);
+    const bad = await specFile(
+      'bad-objects.yaml',
+      `${SPEC_WITH_REF('host/kube-apiserver.yaml')}objects:\n  - file: host/bad.yaml\n`,
+    );
+    await expect(loadTwinSpec(bad)).rejects.toThrow(/- objects\[0\]: host\/bad\.yaml is not valid YAML/);
+  });
+
   it('says a missing spec file cannot be read', async () => {
     const file = path.join(dir, 'absent.yaml');
 
