@@ -13,6 +13,8 @@ import { providerFacts } from '../providers/catalog.ts';
 import { renderCcmObjects } from '../providers/render.ts';
 import { commandLine, isPodReady, readMirrorPod } from './cluster.ts';
 import type { StepContext } from './context.ts';
+import { TO_EXTERNAL_KUBEADM } from './edits.ts';
+import { editKubeadmConfig } from './kubeadm-config.ts';
 import type { RunIds } from './schemas.ts';
 import type { Snapshot } from './snapshot.ts';
 import { loadSnapshot } from './snapshot-store.ts';
@@ -111,6 +113,9 @@ export async function activateCcm(event: RunIds, ctx: StepContext): Promise<{ le
     async () => (await inTreeControllerManagers(ctx, snapshot)).length === 0,
     ctx,
   );
+  if (await editKubeadmConfig(ctx, TO_EXTERNAL_KUBEADM)) {
+    ctx.progress({ step: 'activate-ccm', message: 'kubeadm-config ClusterConfiguration updated' });
+  }
   const applied = await applyObjects(ctx.clients, render(snapshot, snapshot.ccmReplicas));
   if (applied.some((a) => a.changed)) {
     ctx.progress({ step: 'activate-ccm', message: `CCM scaled to ${snapshot.ccmReplicas}` });

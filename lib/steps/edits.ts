@@ -5,6 +5,7 @@
  * alive go (they are locked on from 1.31, so leaving them blocks the next upgrade).
  */
 import type { StaticPodEdit } from '../agent/protocol.ts';
+import type { ClusterConfigurationEdit } from '../controlplane/kubeadm-config.ts';
 
 export const KAS_MANIFEST = '/etc/kubernetes/manifests/kube-apiserver.yaml';
 export const KCM_MANIFEST = '/etc/kubernetes/manifests/kube-controller-manager.yaml';
@@ -30,4 +31,18 @@ export const TO_EXTERNAL_STATIC_PODS: readonly StaticPodEdit[] = [
 export const TO_EXTERNAL_KUBELET = {
   flags: { 'cloud-provider': 'external', 'cloud-config': null },
   featureGates: { DisableKubeletCloudCredentialProviders: null },
+};
+
+/** The same changes in kubeadm's ClusterConfiguration, so that `kubeadm upgrade` keeps them. */
+export const TO_EXTERNAL_KUBEADM: ClusterConfigurationEdit = {
+  apiServer: {
+    flags: { 'cloud-provider': null, 'cloud-config': null },
+    featureGates: IN_TREE_GATES,
+    dropCloudConfigVolume: true,
+  },
+  controllerManager: {
+    flags: { 'cloud-provider': 'external', 'cloud-config': null },
+    featureGates: IN_TREE_GATES,
+    dropCloudConfigVolume: true,
+  },
 };

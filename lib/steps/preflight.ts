@@ -13,6 +13,7 @@ import { detectProvider, parseProviderID } from '../providers/provider-id.ts';
 import { type ClusterAccess, isControlPlane, isNodeReady, listNodes, nodeName } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import { CONTROL_PLANE_MANIFESTS, KCM_MANIFEST } from './edits.ts';
+import { readClusterConfiguration } from './kubeadm-config.ts';
 import type { PreflightResult, UpgradeOptions } from './schemas.ts';
 import { type NodeFacts, type Snapshot, SnapshotSchema, TOPOLOGY_LABELS } from './snapshot.ts';
 
@@ -265,6 +266,8 @@ export async function preflight(
     ),
     loadBalancers: await loadBalancers(ctx),
   };
+  const clusterConfiguration = await readClusterConfiguration(ctx);
+  if (clusterConfiguration !== undefined) snapshot.kubeadmClusterConfiguration = clusterConfiguration;
   // A resumed run keeps the snapshot of its first preflight: that one saw the cluster before any change.
   SnapshotSchema.parse(await ctx.store.setSnapshotOnce(event.clusterId, event.runId, snapshot));
   ctx.progress({

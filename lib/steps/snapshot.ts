@@ -30,6 +30,8 @@ export const SnapshotSchema = z.object({
     z.string(),
     z.array(FileReportSchema.pick({ path: true, exists: true, sha256: true, kind: true, flags: true })),
   ),
+  /** kubeadm's ClusterConfiguration as it was (no secrets: kubeadm keeps those out of it). */
+  kubeadmClusterConfiguration: z.string().optional(),
   loadBalancers: z.array(z.object({ namespace: z.string(), name: z.string(), ingress: z.array(z.string()) })),
 });
 export type Snapshot = z.infer<typeof SnapshotSchema>;

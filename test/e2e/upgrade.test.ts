@@ -3,6 +3,7 @@
  * with the node agent running as Jobs on the twin's nodes. What issue 3 lists under "Done means".
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { clusterConfigurationArgs } from '../../lib/controlplane/kubeadm-config.ts';
 import { nodeNames } from '../../lib/twin/spec.ts';
 import { FIXTURES, fixtureSpec } from '../twin/running-twin.ts';
 import { type E2E, nodeFiles, startE2E } from './harness.ts';
@@ -46,6 +47,12 @@ async function expectMigrated(run: E2E): Promise<void> {
     ).toBe(false);
     expect(node.spec?.providerID, node.metadata?.name).toMatch(/^aws:\/\/\//);
   }
+  // kubeadm's own record agrees, so that the next `kubeadm upgrade` keeps the control plane external.
+  const kubeadm = await t.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+  const config = kubeadm.data?.ClusterConfiguration ?? '';
+  expect(clusterConfigurationArgs(config, 'controllerManager').get('cloud-provider')).toBe('external');
+  expect(clusterConfigurationArgs(config, 'apiServer').has('cloud-provider')).toBe(false);
+  expect(config).not.toContain('cloud.conf');
   await t.twin.monitor.stop();
   const violations = t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable');
   expect(violations).toEqual([]);
