@@ -2,16 +2,18 @@
  * The twin's nodes: each has a directory standing for its root filesystem and a kubelet model that reads
  * its flags and static pod manifests from there, registers its Node, keeps mirror pods for its static
  * pods, runs the pods bound to it (the node agent among them) and can be restarted like
- * `systemctl restart kubelet`.
+ * `systemctl restart kubelet`. The spec's nodes start with the twin; more can join it while it runs.
  *
  * One shared timer heap and one file-check loop serve every node, so 5,000 nodes cost no more timers
  * than one.
  */
 import { cloudFlagProblem, kubernetesMinor } from '../../controlplane/cloud-flag-rules.ts';
+import { InvalidInputError } from '../../errors.ts';
 import type { CloudModel, NodePlacement } from '../cloud/model.ts';
 import type { TwinContext } from '../context.ts';
+import { type NodeGroup, NodeGroupSchema } from '../spec.ts';
 import type { KubeObject } from '../store.ts';
-import { writeHostFiles } from './host-files.ts';
+import { writeHostFiles, writeJoiningHostFiles } from './host-files.ts';
 import { readKubeletStartConfig } from './kubelet-config.ts';
 import { nodeConditions, nodeLease, registeredNode } from './node-object.ts';
 import { StaticPodRunner } from './static-pod-runner.ts';
@@ -26,6 +28,14 @@ export interface KubeletView {
   readonly restarts: number;
 }
 
+export interface JoinOptions {
+  /**
+   * Files by absolute host path that replace (or add to) the group's files on the new node, rendered like
+   * them, as a new launch template would (e.g. a kubeadm-flags.env with --cloud-provider=external).
+   */
+  readonly files?: Readonly<Record<string, string>>;
+}
+
 export interface NodeSimulation {
   /** Whether some kube-apiserver static pod is Running and Ready now (the twin's API answers only then). */
   apiServerReady(): boolean;
@@ -36,6 +46,14 @@ export interface NodeSimulation {
   restartKubelet(node: string): Promise<void>;
   /** What the kubelet of a node runs with now (flags as parsed at its last start). */
   kubelet(node: string): KubeletView;
+  /**
+   * A new node of a spec node group joins (an autoscaler, a replaced instance): named `<group>-<i>` with
+   * the first i no node of the twin has had, its instance created in the cloud, its group's files (with
+   * opts.files) written, its kubelet started; it registers its Node as a start-up node does, before this
+   * resolves. A kubelet whose flags make it exit stays down, as at start-up. Resolves to the node's name;
+   * InvalidInputError for an unknown group, a bad file path, or a stopped twin.
+   */
+  join(group: string, opts?: JoinOptions): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -62,6 +80,31 @@ const MIN_FILE_CHECK_MS = 10;
 /** Kubelets started between two turns of the event loop at twin start. */
 const KUBELETS_PER_BATCH = 500;
 
+function newKubelet(p: NodePlacement): Kubelet {
+  return {
+    node: p.name,
+    ip: p.ip,
+    index: p.index,
+    placement: p,
+    up: false,
+    restarts: 0,
+    flags: new Map(),
+    staticPodPath: '',
+    problem: undefined,
+    restartGen: 0,
+  };
+}
+
+/** A joining node's extra files, checked as a spec's group files are (absolute paths, text contents). */
+function joinFiles(files: JoinOptions['files']): Record<string, string> {
+  const parsed = NodeGroupSchema.shape.files.safeParse(files ?? {});
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'files'}: ${i.message}`);
+    throw new InvalidInputError(`a joining node's files are not valid: ${problems.join('; ')}`);
+  }
+  return parsed.data;
+}
+
 export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<NodeSimulation> {
   const { spec, store } = ctx;
   const minor = kubernetesMinor(spec.kubernetesVersion);
@@ -70,23 +113,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
   await writeHostFiles(ctx.stateDir, placements, spec.nodeGroups);
 
   const groupLabels = new Map(spec.nodeGroups.map((g) => [g.name, g.labels]));
-  const kubelets = new Map<string, Kubelet>(
-    placements.map((p) => [
-      p.name,
-      {
-        node: p.name,
-        ip: p.ip,
-        index: p.index,
-        placement: p,
-        up: false,
-        restarts: 0,
-        flags: new Map(),
-        staticPodPath: '',
-        problem: undefined,
-        restartGen: 0,
-      },
-    ]),
-  );
+  const kubelets = new Map<string, Kubelet>(placements.map((p) => [p.name, newKubelet(p)]));
   const staticPods = new StaticPodRunner(ctx, timers, minor);
 
   const kubeletOf = (node: string): Kubelet => {
@@ -201,6 +228,34 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
   loop = setTimeout(fileCheck, period);
 
   let stopped = false;
+
+  /** The first `<group>-<i>` that no node of the twin (placed in the cloud) nor any Node object holds. */
+  const freeName = (group: NodeGroup): string => {
+    for (let i = 1; ; i++) {
+      const name = `${group.name}-${i}`;
+      if (!cloud.placement(name) && !store.tryGet('nodes', undefined, name)) return name;
+    }
+  };
+
+  // Synchronous from the name's choice to the Node's registration, so concurrent joins never race.
+  const join = async (groupName: string, opts: JoinOptions = {}): Promise<string> => {
+    if (stopped || ctx.signal.aborted)
+      throw new InvalidInputError('the twin has stopped: no node can join it');
+    const group = spec.nodeGroups.find((g) => g.name === groupName);
+    if (!group) {
+      const known = spec.nodeGroups.map((g) => g.name).join(', ');
+      throw new InvalidInputError(`the twin has no node group ${groupName} (its groups: ${known})`);
+    }
+    const files = { ...group.files, ...joinFiles(opts.files) };
+    const placement = cloud.addNode(freeName(group), group.name);
+    writeJoiningHostFiles(ctx.stateDir, placement, files);
+    const k = newKubelet(placement);
+    kubelets.set(k.node, k);
+    all.push(k);
+    startKubelet(k, false);
+    return k.node;
+  };
+
   return {
     apiServerReady: () => staticPods.apiServerReady(),
     restartKubelet,
@@ -208,6 +263,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
       const k = kubeletOf(node);
       return { node, flags: k.flags, ready: k.up, restarts: k.restarts };
     },
+    join,
     stop: async () => {
       if (stopped) return;
       stopped = true;
