@@ -67,6 +67,8 @@ export const RestoreRequestSchema = z.object({
   runId: RunId,
   /** Restore these files from the run's backups; every file the run backed up when empty. */
   paths: z.array(HostPath).default([]),
+  /** Skip named files the run has no backup of (it never changed them) instead of refusing. */
+  skipMissing: z.boolean().default(false),
   dryRun: z.boolean().default(false),
 });
 

@@ -194,6 +194,15 @@ describe('set-flags and restore', () => {
     });
   });
 
+  it('skips named files the run never backed up when asked to, restoring the others', async () => {
+    await run({ ...UPGRADE, staticPods: [] });
+    const refused = await run({ op: 'restore', runId: 'up-1', paths: [KAS, FLAGS_ENV] });
+    expect(refused).toMatchObject({ ok: false, changed: false });
+    const restored = await run({ op: 'restore', runId: 'up-1', paths: [KAS, FLAGS_ENV], skipMissing: true });
+    expect(restored).toMatchObject({ ok: true, changed: true, restartKubelet: true });
+    expect(restored.files.map((f) => f.path)).toEqual([FLAGS_ENV]);
+  });
+
   it('restores a static pod alone without asking for a kubelet restart', async () => {
     await run(UPGRADE);
     const restored = await run({ op: 'restore', runId: 'up-1', paths: [KCM] });

@@ -1,7 +1,8 @@
 /**
  * `restore`: put back the originals this run backed up (every one when no path is named), atomically; a
  * file that did not exist before the run is removed. A file already equal to its original is left alone,
- * and a named file the run has no backup of fails the request before anything is written.
+ * and a named file the run has no backup of fails the request before anything is written (or, with
+ * skipMissing, is left as it is: the run never changed it).
  */
 import { isKubeletFlagFile, KUBELET_CONFIG_FILE } from '../../controlplane/kubelet-sources.ts';
 import { listBackups, readBackup, readHostFile, removeHostFile, writeAtomically } from '../files.ts';
@@ -16,7 +17,10 @@ export async function restore(request: RestoreRequest, env: AgentEnvironment): P
   const originals: { path: string; original: string | undefined; current: string | undefined }[] = [];
   for (const path of paths) {
     const backup = await readBackup(env.hostRoot, request.runId, path);
-    if (backup === undefined) return failure('restore', `${path}: run ${request.runId} has no backup of it`);
+    if (backup === undefined) {
+      if (request.skipMissing) continue;
+      return failure('restore', `${path}: run ${request.runId} has no backup of it`);
+    }
     const original = backup === 'absent' ? undefined : backup.text;
     originals.push({ path, original, current: await readHostFile(env.hostRoot, path) });
   }
