@@ -21,7 +21,8 @@ export type Json = z.infer<typeof JsonSchema>;
 export const RunKindSchema = z.enum(['upgrade', 'downgrade']);
 export type RunKind = z.infer<typeof RunKindSchema>;
 
-export const RunStatusSchema = z.enum(['running', 'succeeded', 'failed']);
+/** rolled-back: the run failed and undid what it had changed; its error is kept. */
+export const RunStatusSchema = z.enum(['running', 'succeeded', 'failed', 'rolled-back']);
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 
 const Timestamp = z.iso.datetime();

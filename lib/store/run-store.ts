@@ -22,7 +22,7 @@ export const BeginRunSchema = z.object({ clusterId: IdSchema, runId: IdSchema, k
 export type BeginRun = z.infer<typeof BeginRunSchema>;
 
 export const FinishRunSchema = z.object({
-  status: z.enum(['succeeded', 'failed']),
+  status: z.enum(['succeeded', 'failed', 'rolled-back']),
   summary: JsonSchema.optional(),
   error: RunErrorSchema.optional(),
 });
