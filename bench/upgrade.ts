@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { clientsFromKubeconfigFile } from '../lib/kube/clients.ts';
-import { runUpgradeLocally } from '../lib/local/upgrade.ts';
+import { runUpgradeLocally } from '../lib/local/migration.ts';
 import { LocalRunStore } from '../lib/store/local-store.ts';
 import { loadTwinSpec, nodeNames } from '../lib/twin/spec.ts';
 import { startTwin } from '../lib/twin/twin.ts';

@@ -26,6 +26,8 @@ export const ERROR_NAMES = {
   invalidInput: 'InvalidInput',
   /** Another run holds this cluster. */
   clusterLocked: 'ClusterLocked',
+  /** An upgrade failed and undid its changes: the cluster is as it was (the run's Fail state). */
+  rolledBack: 'RolledBack',
 } as const;
 
 export type ErrorName = (typeof ERROR_NAMES)[keyof typeof ERROR_NAMES];

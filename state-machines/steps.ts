@@ -22,6 +22,13 @@ export const STEP_IDS = [
   'verify',
   'finalize',
   'record-failure',
+  'downgrade-preflight',
+  'restore-kubelet',
+  'stop-ccm',
+  'restore-control-plane-node',
+  'remove-ccm',
+  'verify-in-tree',
+  'record-rollback',
 ] as const;
 export type StepId = (typeof STEP_IDS)[number];
 

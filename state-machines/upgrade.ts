@@ -6,14 +6,16 @@
  * no kube-controller-manager runs the in-tree cloud loops any more. Kubelets flip last: until then new nodes
  * register with the in-tree kubelet and need no CCM, and afterwards the CCM is there to initialise them.
  *
+ * A failure after preflight rolls back what this run changed (the restore sequence, from this run's own
+ * backups) and ends the execution as RolledBack; a failure of the rollback itself ends it as it stands.
+ *
  * JSONPath only (HOUSE-STYLE 7): the local engine runs this same definition.
  */
 import { Duration, aws_stepfunctions as sfn } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import type { StepId, StepTaskFactory } from './steps.ts';
-
-/** Paths in the execution state. The input carries `clusterId`, `runId`, `maxUnavailable` and `options`. */
-const IDS = { 'clusterId.$': '$.clusterId', 'runId.$': '$.runId' } as const;
+import { ERROR_NAMES } from '../lib/errors.ts';
+import { forEachNode, IDS, restoreSequence } from './shared.ts';
+import type { StepTaskFactory } from './steps.ts';
 
 export const UPGRADE_STATES = {
   preflight: 'Check the cluster',
@@ -29,36 +31,18 @@ export const UPGRADE_STATES = {
   recordFailure: 'Record the failure',
   succeeded: 'Migrated',
   failed: 'Migration failed',
+  changedAnything: 'Did this run change anything?',
+  rollbackKubelets: 'Roll back kubelets',
+  rollbackKubelet: 'Roll back a kubelet',
+  rollbackStopCcm: 'Roll back: stop the CCM',
+  rollbackControlPlane: 'Roll back the control plane, one node at a time',
+  rollbackNode: 'Roll back a control-plane node',
+  rollbackRemoveCcm: 'Roll back: remove the CCM',
+  recordRollback: 'Record the rollback',
+  rolledBack: 'Rolled back',
+  recordRollbackFailure: 'Record the failed rollback',
+  rollbackFailed: 'Rollback failed',
 } as const;
-
-function forEachNode(
-  scope: Construct,
-  opts: {
-    mapName: string;
-    itemsPath: string;
-    taskName: string;
-    step: StepId;
-    stepTask: StepTaskFactory;
-    concurrency: { maxConcurrency: number } | { maxConcurrencyPath: string };
-  },
-): sfn.Map {
-  const map = new sfn.Map(scope, opts.mapName, {
-    stateName: opts.mapName,
-    itemsPath: opts.itemsPath,
-    itemSelector: { ...IDS, 'node.$': '$$.Map.Item.Value' },
-    resultPath: sfn.JsonPath.DISCARD,
-    ...opts.concurrency,
-  });
-  map.itemProcessor(
-    opts.stepTask(scope, {
-      stateName: opts.taskName,
-      step: opts.step,
-      payload: sfn.TaskInput.fromObject({ ...IDS, 'node.$': '$.node' }),
-      resultPath: sfn.JsonPath.DISCARD,
-    }),
-  );
-  return map;
-}
 
 /** The upgrade state machine's definition, with each step made into a Task by `stepTask`. */
 export function upgradeDefinition(scope: Construct, stepTask: StepTaskFactory): sfn.DefinitionBody {
@@ -80,6 +64,61 @@ export function upgradeDefinition(scope: Construct, stepTask: StepTaskFactory): 
   const catchAll = <T extends sfn.TaskStateBase | sfn.Map>(state: T): T =>
     state.addCatch(recordFailure, { errors: [sfn.Errors.ALL], resultPath: '$.error' }) as T;
 
+  // The rollback: this run's changes undone from its own backups; the first error is kept for the record.
+  const recordRollbackFailure = stepTask(scope, {
+    stateName: S.recordRollbackFailure,
+    step: 'record-failure',
+    payload: sfn.TaskInput.fromObject({ ...IDS, 'error.$': '$.rollbackError' }),
+    resultPath: sfn.JsonPath.DISCARD,
+  }).next(
+    new sfn.Fail(scope, S.rollbackFailed, {
+      stateName: S.rollbackFailed,
+      causePath: '$.rollbackError.Cause',
+      errorPath: '$.rollbackError.Error',
+    }),
+  );
+  const rollback = restoreSequence(scope, {
+    names: {
+      kubelets: S.rollbackKubelets,
+      restoreKubelet: S.rollbackKubelet,
+      stopCcm: S.rollbackStopCcm,
+      controlPlane: S.rollbackControlPlane,
+      restoreNode: S.rollbackNode,
+      removeCcm: S.rollbackRemoveCcm,
+    },
+    stepTask,
+    sourceRunIdPath: '$.runId',
+    kubeletOrderPath: '$.preflight.kubeletOrder',
+    controlPlanePath: '$.preflight.controlPlaneNodes',
+    onError: (state) =>
+      state.addCatch(recordRollbackFailure, {
+        errors: [sfn.Errors.ALL],
+        resultPath: '$.rollbackError',
+      }) as typeof state,
+  });
+  rollback.end
+    .next(
+      stepTask(scope, {
+        stateName: S.recordRollback,
+        step: 'record-rollback',
+        payload: sfn.TaskInput.fromObject({ ...IDS, 'error.$': '$.error' }),
+        resultPath: sfn.JsonPath.DISCARD,
+      }).addCatch(recordRollbackFailure, { errors: [sfn.Errors.ALL], resultPath: '$.rollbackError' }),
+    )
+    .next(
+      new sfn.Fail(scope, S.rolledBack, {
+        stateName: S.rolledBack,
+        error: ERROR_NAMES.rolledBack,
+        causePath: '$.error.Cause',
+      }),
+    );
+  // A cluster that was external before the run had nothing changed by it: nothing to roll back.
+  const changedAnything = new sfn.Choice(scope, S.changedAnything, { stateName: S.changedAnything })
+    .when(sfn.Condition.booleanEquals('$.preflight.alreadyExternal', false), rollback.start)
+    .otherwise(recordFailure);
+  const catchRollingBack = <T extends sfn.TaskStateBase | sfn.Map>(state: T): T =>
+    state.addCatch(changedAnything, { errors: [sfn.Errors.ALL], resultPath: '$.error' }) as T;
+
   const preflight = catchAll(
     stepTask(scope, {
       stateName: S.preflight,
@@ -88,7 +127,7 @@ export function upgradeDefinition(scope: Construct, stepTask: StepTaskFactory): 
       resultPath: '$.preflight',
     }),
   );
-  const stage = catchAll(
+  const stage = catchRollingBack(
     stepTask(scope, {
       stateName: S.stage,
       step: 'stage-ccm',
@@ -96,7 +135,7 @@ export function upgradeDefinition(scope: Construct, stepTask: StepTaskFactory): 
       resultPath: sfn.JsonPath.DISCARD,
     }),
   );
-  const controlPlane = catchAll(
+  const controlPlane = catchRollingBack(
     forEachNode(scope, {
       mapName: S.controlPlane,
       itemsPath: '$.preflight.controlPlaneNodes',
@@ -106,7 +145,7 @@ export function upgradeDefinition(scope: Construct, stepTask: StepTaskFactory): 
       concurrency: { maxConcurrency: 1 },
     }),
   );
-  const activate = catchAll(
+  const activate = catchRollingBack(
     stepTask(scope, {
       stateName: S.activate,
       step: 'activate-ccm',
@@ -116,7 +155,7 @@ export function upgradeDefinition(scope: Construct, stepTask: StepTaskFactory): 
   );
   // One Map over every node, control-plane nodes first: at most maxUnavailable kubelets restart at once,
   // so the whole flip takes ⌈nodes / maxUnavailable⌉ kubelet restarts (a kubelet restart stops no pod).
-  const kubelets = catchAll(
+  const kubelets = catchRollingBack(
     forEachNode(scope, {
       mapName: S.kubelets,
       itemsPath: '$.preflight.kubeletOrder',
@@ -126,9 +165,10 @@ export function upgradeDefinition(scope: Construct, stepTask: StepTaskFactory): 
       concurrency: { maxConcurrencyPath: '$.maxUnavailable' },
     }),
   );
-  const verify = catchAll(
+  const verify = catchRollingBack(
     stepTask(scope, { stateName: S.verify, step: 'verify', payload: ids, resultPath: '$.verification' }),
   );
+  // The cluster is migrated and verified by now: a failure to record it is not a reason to undo it.
   const finalize = catchAll(
     stepTask(scope, {
       stateName: S.finalize,

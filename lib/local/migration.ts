@@ -1,10 +1,11 @@
 /**
- * An upgrade run in local mode: the upgrade state machine's ASL, rendered as CDK deploys it, run in-process
- * with every Task calling its step directly against the cluster of a kubeconfig (a real one or a twin's).
- * A run cut anywhere is resumed by running again with the same cluster id: the unfinished run's id is
- * reused, every step is idempotent, and the snapshot of its first preflight is kept.
+ * An upgrade or downgrade in local mode: the state machine's ASL, rendered as CDK deploys it, run
+ * in-process with every Task calling its step directly against the cluster of a kubeconfig (a real one or a
+ * twin's). A run cut anywhere is resumed by running again with the same cluster id: the unfinished run's
+ * id is reused, every step is idempotent, and the snapshot of its first preflight is kept.
  */
 import { randomBytes } from 'node:crypto';
+import { downgradeDefinition } from '../../state-machines/downgrade.ts';
 import { STEP_IDS, type StepId } from '../../state-machines/steps.ts';
 import { upgradeDefinition } from '../../state-machines/upgrade.ts';
 import { InvalidInputError } from '../errors.ts';
@@ -14,9 +15,9 @@ import { type UpgradeInput, UpgradeInputSchema } from '../steps/schemas.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { type LocalContextOptions, localContext } from './context.ts';
 import { type EventLog, type LocalRunResult, runLocally, type StepHandler } from './engine.ts';
-import { renderDefinition } from './render.ts';
+import { type RenderedWorkflow, renderDefinition } from './render.ts';
 
-export interface LocalUpgradeOptions extends LocalContextOptions {
+export interface MigrationRunOptions extends LocalContextOptions {
   readonly store: RunStore;
   readonly clusterId: string;
   readonly maxUnavailable?: number;
@@ -26,7 +27,7 @@ export interface LocalUpgradeOptions extends LocalContextOptions {
   readonly retryIntervalOverrides?: Readonly<Record<string, number | number[]>>;
 }
 
-export interface LocalUpgradeResult extends LocalRunResult {
+export interface MigrationRunResult extends LocalRunResult {
   readonly clusterId: string;
   readonly runId: string;
   /** Whether this run picked up an unfinished earlier one. */
@@ -41,11 +42,19 @@ export function newRunId(kind: 'up' | 'down' | 'plan', now = new Date()): string
   return `${kind}-${stamp}-${randomBytes(2).toString('hex')}`;
 }
 
-let rendered: ReturnType<typeof renderDefinition> | undefined;
-/** The upgrade ASL, rendered once per process (CDK construction takes a few hundred ms). */
-export function upgradeWorkflow(): ReturnType<typeof renderDefinition> {
-  rendered ??= renderDefinition(upgradeDefinition);
-  return rendered;
+export type MigrationKind = 'upgrade' | 'downgrade';
+
+const DEFINITIONS = { upgrade: upgradeDefinition, downgrade: downgradeDefinition } as const;
+const rendered = new Map<MigrationKind, RenderedWorkflow>();
+
+/** A workflow's ASL, rendered once per process (CDK construction takes a few hundred ms). */
+export function migrationWorkflow(kind: MigrationKind): RenderedWorkflow {
+  let workflow = rendered.get(kind);
+  if (!workflow) {
+    workflow = renderDefinition(DEFINITIONS[kind]);
+    rendered.set(kind, workflow);
+  }
+  return workflow;
 }
 
 export function stepHandlers(ctx: StepContext): Record<StepId, StepHandler> {
@@ -54,15 +63,26 @@ export function stepHandlers(ctx: StepContext): Record<StepId, StepHandler> {
   ) as Record<StepId, StepHandler>;
 }
 
-export async function runUpgradeLocally(opts: LocalUpgradeOptions): Promise<LocalUpgradeResult> {
+export function runUpgradeLocally(opts: MigrationRunOptions): Promise<MigrationRunResult> {
+  return runMigrationLocally('upgrade', opts);
+}
+
+export function runDowngradeLocally(opts: MigrationRunOptions): Promise<MigrationRunResult> {
+  return runMigrationLocally('downgrade', opts);
+}
+
+async function runMigrationLocally(
+  kind: MigrationKind,
+  opts: MigrationRunOptions,
+): Promise<MigrationRunResult> {
   const started = Date.now();
   const unfinished = await opts.store.current(opts.clusterId);
-  if (unfinished && unfinished.kind !== 'upgrade') {
+  if (unfinished && unfinished.kind !== kind) {
     throw new InvalidInputError(
       `cluster ${opts.clusterId} has an unfinished ${unfinished.kind} run ${unfinished.runId}: finish it first`,
     );
   }
-  const runId = unfinished?.runId ?? newRunId('up');
+  const runId = unfinished?.runId ?? newRunId(kind === 'upgrade' ? 'up' : 'down');
   const input = UpgradeInputSchema.parse({
     clusterId: opts.clusterId,
     runId,
@@ -72,7 +92,7 @@ export async function runUpgradeLocally(opts: LocalUpgradeOptions): Promise<Loca
   const ctx: StepContext = { ...localContext(opts), store: opts.store };
   const requestsBefore = opts.clients.requests();
   const result = await runLocally({
-    workflow: upgradeWorkflow(),
+    workflow: migrationWorkflow(kind),
     handlers: stepHandlers(ctx),
     input,
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),

@@ -15,7 +15,7 @@ import { TO_EXTERNAL_KUBELET, TO_EXTERNAL_STATIC_PODS } from '../steps/edits.ts'
 import { type ClusterExamination, examineCluster } from '../steps/preflight.ts';
 import type { UpgradeOptions } from '../steps/schemas.ts';
 import { type LocalContextOptions, localContext } from './context.ts';
-import { newRunId } from './upgrade.ts';
+import { newRunId } from './migration.ts';
 
 export interface FileChange {
   readonly node: string;

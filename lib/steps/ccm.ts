@@ -4,7 +4,7 @@
  * never has two cloud controllers (ADR 0002). Both are server-side applies of the same rendered objects:
  * run twice, they change nothing.
  */
-import type { KubernetesObject, V1Deployment } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { parseFlags } from '../controlplane/flags.ts';
 import { applyObjects } from '../kube/apply.ts';
 import { call, httpStatus } from '../kube/errors.ts';
@@ -23,7 +23,7 @@ function isDeployment(obj: KubernetesObject): obj is V1Deployment {
   return obj.kind === 'Deployment';
 }
 
-function ccmDeploymentOf(objects: readonly KubernetesObject[]): V1Deployment {
+export function ccmDeploymentOf(objects: readonly KubernetesObject[]): V1Deployment {
   const deployment = objects.find(isDeployment);
   if (!deployment?.metadata?.name) throw new Error('the provider manifests have no Deployment');
   return deployment;
@@ -43,7 +43,8 @@ async function currentReplicas(ctx: StepContext, d: V1Deployment): Promise<numbe
   }
 }
 
-function render(snapshot: Snapshot, replicas: number): KubernetesObject[] {
+/** The CCM's objects for this cluster, as the provider catalog renders them. */
+export function renderCcm(snapshot: Snapshot, replicas: number): KubernetesObject[] {
   return renderCcmObjects({
     provider: snapshot.provider,
     kubernetesVersion: snapshot.kubernetesVersion,
@@ -55,8 +56,8 @@ function render(snapshot: Snapshot, replicas: number): KubernetesObject[] {
 export async function stageCcm(event: RunIds, ctx: StepContext): Promise<{ changed: number }> {
   const snapshot = await loadSnapshot(ctx, event);
   // Staging again (a resumed run) must not scale a started CCM back to zero: keep the replicas it has.
-  const replicas = (await currentReplicas(ctx, ccmDeploymentOf(render(snapshot, 0)))) ?? 0;
-  const applied = await applyObjects(ctx.clients, render(snapshot, replicas));
+  const replicas = (await currentReplicas(ctx, ccmDeploymentOf(renderCcm(snapshot, 0)))) ?? 0;
+  const applied = await applyObjects(ctx.clients, renderCcm(snapshot, replicas));
   const changed = applied.filter((a) => a.changed).length;
   ctx.progress({
     step: 'stage-ccm',
@@ -80,20 +81,27 @@ async function inTreeControllerManagers(ctx: StepContext, snapshot: Snapshot): P
   return still;
 }
 
+/** The pods of the CCM's Deployment (its selector), whatever their state. */
+export async function ccmPods(ctx: StepContext, snapshot: Snapshot): Promise<V1Pod[]> {
+  const deployment = ccmDeploymentOf(renderCcm(snapshot, 0));
+  const selector = Object.entries(deployment.spec?.selector.matchLabels ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+  const namespace = deployment.metadata?.namespace ?? 'kube-system';
+  const pods = await call('list CCM pods', () =>
+    ctx.clients.core.listNamespacedPod({ namespace, labelSelector: selector }),
+  );
+  return pods.items;
+}
+
 /**
  * The CCM's leader, when a Ready CCM pod holds the provider's Lease. Leader election identities are
  * `<hostname>_<uuid>`, and the CCM runs on the host network: its hostname is its node's name.
  */
 export async function ccmLeader(ctx: StepContext, snapshot: Snapshot): Promise<string | undefined> {
   const facts = providerFacts(snapshot.provider);
-  const deployment = ccmDeploymentOf(render(snapshot, 0));
-  const selector = Object.entries(deployment.spec?.selector.matchLabels ?? {})
-    .map(([k, v]) => `${k}=${v}`)
-    .join(',');
   const [pods, lease] = await Promise.all([
-    call('list CCM pods', () =>
-      ctx.clients.core.listNamespacedPod({ namespace: facts.namespace, labelSelector: selector }),
-    ),
+    ccmPods(ctx, snapshot),
     call('read the CCM lease', () =>
       ctx.clients.coordination.readNamespacedLease({ name: facts.leaseName, namespace: facts.namespace }),
     ).catch((err: unknown) => {
@@ -102,7 +110,7 @@ export async function ccmLeader(ctx: StepContext, snapshot: Snapshot): Promise<s
     }),
   ]);
   const holder = lease?.spec?.holderIdentity ?? '';
-  const leader = pods.items.find((p) => isPodReady(p) && holder.startsWith(`${p.spec?.nodeName}_`));
+  const leader = pods.find((p) => isPodReady(p) && holder.startsWith(`${p.spec?.nodeName}_`));
   return leader?.metadata?.name;
 }
 
@@ -116,7 +124,7 @@ export async function activateCcm(event: RunIds, ctx: StepContext): Promise<{ le
   if (await editKubeadmConfig(ctx, TO_EXTERNAL_KUBEADM)) {
     ctx.progress({ step: 'activate-ccm', message: 'kubeadm-config ClusterConfiguration updated' });
   }
-  const applied = await applyObjects(ctx.clients, render(snapshot, snapshot.ccmReplicas));
+  const applied = await applyObjects(ctx.clients, renderCcm(snapshot, snapshot.ccmReplicas));
   if (applied.some((a) => a.changed)) {
     ctx.progress({ step: 'activate-ccm', message: `CCM scaled to ${snapshot.ccmReplicas}` });
   }

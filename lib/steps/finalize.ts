@@ -3,7 +3,7 @@ import type { StepContext } from './context.ts';
 import type { RunIds, Verification } from './schemas.ts';
 
 export interface RunOutcome {
-  readonly status: 'succeeded' | 'failed';
+  readonly status: 'succeeded' | 'failed' | 'rolled-back';
   readonly clusterId: string;
   readonly runId: string;
 }
@@ -36,4 +36,21 @@ export async function recordFailure(
     message: `run ${event.runId} failed: ${event.error.Error}: ${message}`,
   });
   return { status: 'failed', clusterId: event.clusterId, runId: event.runId };
+}
+
+/** The end of a rollback: the run failed, and the cluster is back where it started. */
+export async function recordRollback(
+  event: RunIds & { error: { Error: string; Cause?: string | undefined } },
+  ctx: StepContext,
+): Promise<RunOutcome> {
+  const message = event.error.Cause ?? event.error.Error;
+  await ctx.store.finish(event.clusterId, event.runId, {
+    status: 'rolled-back',
+    error: { name: event.error.Error, message },
+  });
+  ctx.progress({
+    step: 'record-rollback',
+    message: `run ${event.runId} rolled back after ${event.error.Error}: ${message}`,
+  });
+  return { status: 'rolled-back', clusterId: event.clusterId, runId: event.runId };
 }

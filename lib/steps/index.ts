@@ -8,14 +8,18 @@ import type { StepId } from '../../state-machines/steps.ts';
 import { InvalidInputError } from '../errors.ts';
 import { activateCcm, stageCcm } from './ccm.ts';
 import type { StepContext } from './context.ts';
-import { finalize, recordFailure } from './finalize.ts';
+import { downgradePreflight } from './downgrade-preflight.ts';
+import { finalize, recordFailure, recordRollback } from './finalize.ts';
 import { flipKubelet, moveControlPlaneNode } from './nodes.ts';
 import { preflight } from './preflight.ts';
+import { removeCcm, restoreControlPlaneNode, restoreKubelet, stopCcm, verifyInTree } from './restore.ts';
 import {
   FailureEventSchema,
   FinalizeEventSchema,
   NodeEventSchema,
   PreflightEventSchema,
+  RestoreEventSchema,
+  RestoreNodeEventSchema,
   RunIds,
 } from './schemas.ts';
 import { verify } from './verify.ts';
@@ -41,6 +45,13 @@ export const STEPS: Readonly<Record<StepId, StepDefinition<z.ZodType>>> = {
   verify: step(RunIds, verify),
   finalize: step(FinalizeEventSchema, finalize),
   'record-failure': step(FailureEventSchema, recordFailure),
+  'downgrade-preflight': step(PreflightEventSchema, downgradePreflight),
+  'restore-kubelet': step(RestoreNodeEventSchema, restoreKubelet),
+  'stop-ccm': step(RestoreEventSchema, stopCcm),
+  'restore-control-plane-node': step(RestoreNodeEventSchema, restoreControlPlaneNode),
+  'remove-ccm': step(RestoreEventSchema, removeCcm),
+  'verify-in-tree': step(RestoreEventSchema, verifyInTree),
+  'record-rollback': step(FailureEventSchema, recordRollback),
 };
 
 /** Parse the event with the step's schema and run it. */

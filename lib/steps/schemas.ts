@@ -22,7 +22,7 @@ export const UpgradeOptionsSchema = z.object({
 });
 export type UpgradeOptions = z.infer<typeof UpgradeOptionsSchema>;
 
-/** The input of an upgrade execution. */
+/** The input of an upgrade or downgrade execution. */
 export const UpgradeInputSchema = RunIds.extend({
   /** Worker kubelets restarted at once (the Map's MaxConcurrency). */
   maxUnavailable: z.int().min(1).max(100).default(1),
@@ -50,7 +50,8 @@ export const VerificationSchema = z.object({
   canary: z.string().optional(),
   /** How long the CCM took to initialise the canary node. */
   canaryClearedMs: z.number().optional(),
-  ccmLeader: z.string(),
+  /** The pod that runs the cloud loops: the CCM's leader, or an in-tree kube-controller-manager. */
+  cloudController: z.string(),
   loadBalancers: z.int(),
 });
 export type Verification = z.infer<typeof VerificationSchema>;
@@ -61,3 +62,18 @@ export const FinalizeEventSchema = RunIds.extend({ verification: VerificationSch
 export const FailureEventSchema = RunIds.extend({
   error: z.object({ Error: z.string(), Cause: z.string().optional() }),
 });
+
+/** A step that puts back what an earlier run changed: the run whose node backups and snapshot it uses. */
+export const RestoreEventSchema = RunIds.extend({ sourceRunId: ResourceName });
+export type RestoreEvent = z.infer<typeof RestoreEventSchema>;
+export const RestoreNodeEventSchema = RestoreEventSchema.extend({ node: z.string().min(1) });
+export type RestoreNodeEvent = z.infer<typeof RestoreNodeEventSchema>;
+
+export const DowngradePreflightResultSchema = z.object({
+  alreadyInTree: z.boolean(),
+  /** The upgrade run whose snapshot and backups the downgrade restores. */
+  sourceRunId: ResourceName,
+  controlPlaneNodes: z.array(z.string()),
+  kubeletOrder: z.array(z.string()),
+});
+export type DowngradePreflightResult = z.infer<typeof DowngradePreflightResultSchema>;

@@ -133,7 +133,7 @@ export async function verify(event: RunIds, ctx: StepContext): Promise<Verificat
     nodes: nodes.length,
     canary,
     canaryClearedMs: clearedMs,
-    ccmLeader: leader,
+    cloudController: leader,
     loadBalancers: snapshot.loadBalancers.length,
   };
 }

@@ -7,42 +7,47 @@ import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  type LocalUpgradeOptions,
-  type LocalUpgradeResult,
+  type MigrationRunOptions,
+  type MigrationRunResult,
+  runDowngradeLocally,
   runUpgradeLocally,
-} from '../../lib/local/upgrade.ts';
+} from '../../lib/local/migration.ts';
 import { LocalRunStore } from '../../lib/store/local-store.ts';
 import type { TwinSpec } from '../../lib/twin/spec.ts';
+import { DOWNGRADE_STATES } from '../../state-machines/downgrade.ts';
 import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
 import { startTestTwin, type TestTwin } from '../twin/running-twin.ts';
 
 export interface E2E {
   readonly t: TestTwin;
   readonly store: LocalRunStore;
-  upgrade(extra?: Partial<LocalUpgradeOptions>): Promise<LocalUpgradeResult>;
+  upgrade(extra?: Partial<MigrationRunOptions>): Promise<MigrationRunResult>;
+  downgrade(extra?: Partial<MigrationRunOptions>): Promise<MigrationRunResult>;
   stop(): Promise<void>;
 }
 
 /** Retries pause 20 ms instead of the definition's seconds: the twin answers in milliseconds. */
-const FAST_RETRIES = Object.fromEntries(Object.values(UPGRADE_STATES).map((s) => [s, 20]));
+const FAST_RETRIES = Object.fromEntries(
+  [...Object.values(UPGRADE_STATES), ...Object.values(DOWNGRADE_STATES)].map((s) => [s, 20]),
+);
 
 export async function startE2E(spec: TwinSpec): Promise<E2E> {
   const t = await startTestTwin(spec);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'ccm-migrate-e2e-store-'));
   const store = new LocalRunStore(dir);
+  const fast = (): MigrationRunOptions => ({
+    clients: t,
+    store,
+    clusterId: spec.name,
+    waitMs: 10_000,
+    pollMs: 10,
+    retryIntervalOverrides: FAST_RETRIES,
+  });
   return {
     t,
     store,
-    upgrade: (extra = {}) =>
-      runUpgradeLocally({
-        clients: t,
-        store,
-        clusterId: spec.name,
-        waitMs: 10_000,
-        pollMs: 10,
-        retryIntervalOverrides: FAST_RETRIES,
-        ...extra,
-      }),
+    upgrade: (extra = {}) => runUpgradeLocally({ ...fast(), ...extra }),
+    downgrade: (extra = {}) => runDowngradeLocally({ ...fast(), ...extra }),
     stop: async () => {
       await t.stop();
       await rm(dir, { recursive: true, force: true });

@@ -25,10 +25,14 @@ afterEach(async () => {
   dir = undefined;
 });
 
-/** Run the CLI; with `killAt`, SIGKILL it as soon as that text appears in its output. */
-function upgrade(args: string[], killAt?: string): Promise<{ code: number | null; out: string }> {
+/** Run a CLI command; with `killAt`, SIGKILL it as soon as that text appears in its output. */
+function cli(
+  command: 'upgrade' | 'downgrade',
+  args: string[],
+  killAt?: string,
+): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, 'upgrade', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, command, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     const take = (chunk: Buffer): void => {
       out += chunk.toString();
@@ -52,13 +56,13 @@ describe('an upgrade killed and started again', () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'ccm-migrate-resume-'));
     const args = ['--cluster-id', 'mini', '--kubeconfig', t.twin.kubeconfigPath, '--state-dir', dir, '--yes'];
 
-    const cut = await upgrade(args, killAt);
+    const cut = await cli('upgrade', args, killAt);
     expect(cut.code, cut.out).toBeNull();
     const store = new LocalRunStore(dir);
     const unfinished = await store.current('mini');
     expect(unfinished?.status).toBe('running');
 
-    const again = await upgrade(args);
+    const again = await cli('upgrade', args);
     expect(again.code, again.out).toBe(0);
     expect(again.out).toContain(`run ${unfinished?.runId} (resumed)`);
 
@@ -76,6 +80,24 @@ describe('an upgrade killed and started again', () => {
     );
     const jobs = await t.batch.listNamespacedJob({ namespace: 'kube-system' });
     expect(jobs.items.map((j) => j.metadata?.name)).toEqual([]);
+    await t.twin.monitor.stop();
+    expect(t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
+  });
+
+  it('finishes a downgrade cut in the middle of its kubelet batch', async () => {
+    t = await startTestTwin(await fixtureSpec(FIXTURES.awsMini));
+    dir = await mkdtemp(path.join(os.tmpdir(), 'ccm-migrate-resume-'));
+    const args = ['--cluster-id', 'mini', '--kubeconfig', t.twin.kubeconfigPath, '--state-dir', dir, '--yes'];
+    expect((await cli('upgrade', args)).code).toBe(0);
+
+    const cut = await cli('downgrade', args, 'restore-kubelet worker-1:');
+    expect(cut.code, cut.out).toBeNull();
+    const again = await cli('downgrade', args);
+    expect(again.code, again.out).toBe(0);
+    expect(again.out).toContain('(resumed)');
+    for (const node of ['cp-1', 'worker-1', 'worker-2']) {
+      expect(t.twin.nodes.kubelet(node).flags.get('cloud-provider'), node).toBe('aws');
+    }
     await t.twin.monitor.stop();
     expect(t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
   });

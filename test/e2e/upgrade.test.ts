@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { clusterConfigurationArgs } from '../../lib/controlplane/kubeadm-config.ts';
 import { nodeNames } from '../../lib/twin/spec.ts';
+import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
 import { FIXTURES, fixtureSpec } from '../twin/running-twin.ts';
 import { type E2E, nodeFiles, startE2E } from './harness.ts';
 
@@ -109,5 +110,32 @@ describe('ccm-migrate upgrade on the AWS twin', () => {
       objects.items.map((o) => o.metadata?.resourceVersion),
     );
     await expectMigrated(e2e);
+  });
+});
+
+describe('a node that joins during the upgrade', () => {
+  it('is initialised by the CCM when it joins with an external kubelet', async () => {
+    e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini));
+    const { t } = e2e;
+    const externalFlags = (await t.readFile('worker-1', '/var/lib/kubelet/kubeadm-flags.env'))
+      .replace('--cloud-provider=aws', '--cloud-provider=external')
+      .replace(/--cloud-config=\S+ /, '');
+    let joined: Promise<string> | undefined;
+    const result = await e2e.upgrade({
+      onEvent: (event) => {
+        if (event.type === 'StateEntered' && event.state.name === UPGRADE_STATES.kubelets) {
+          joined = t.twin.nodes.join('worker', {
+            files: { '/var/lib/kubelet/kubeadm-flags.env': externalFlags },
+          });
+        }
+      },
+    });
+    expect(result.status).toBe('SUCCEEDED');
+    const name = await joined;
+    expect(name).toBe('worker-3');
+    const node = await t.core.readNode({ name: name as string });
+    expect(node.spec?.providerID).toBe(t.twin.cloud.instanceFor(name as string)?.providerID);
+    expect(node.spec?.taints?.some((x) => x.key === UNINITIALIZED) ?? false).toBe(false);
+    expect((result.output as { verification: { nodes: number } }).verification.nodes).toBe(4);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NotReadyYetError, PreflightFailedError } from '../../lib/errors.ts';
+import { NotReadyYetError, PreflightFailedError, VerificationFailedError } from '../../lib/errors.ts';
 import { runLocally, type StepHandler } from '../../lib/local/engine.ts';
 import { renderDefinition } from '../../lib/local/render.ts';
 import { STEP_IDS, type StepId } from '../../state-machines/steps.ts';
@@ -108,5 +108,49 @@ describe('the upgrade definition, run by the local engine', () => {
     expect(result.error?.name).toBe('PreflightFailed');
     expect(calls.map((c) => c.step)).toEqual(['preflight', 'record-failure']);
     expect(calls[1]?.event.error).toEqual({ Error: 'PreflightFailed', Cause: 'node w-2 has no instance' });
+  });
+
+  it('rolls back what the run changed, in reverse order, when a step after preflight fails', async () => {
+    const { calls, handlers } = recording({
+      preflight,
+      'activate-ccm': async () => {
+        throw new VerificationFailedError('CCM never led');
+      },
+    });
+
+    const result = await runLocally({ workflow, handlers, input });
+
+    expect(result.status).toBe('FAILED');
+    expect(result.error).toEqual({ name: 'RolledBack', cause: 'CCM never led' });
+    const order = calls.map((c) => (c.event.node ? `${c.step}:${c.event.node}` : c.step));
+    const rollback = order.slice(order.indexOf('activate-ccm') + 1);
+    expect(rollback.slice(0, 6).sort()).toEqual(
+      ['cp-1', 'cp-2', 'cp-3', 'w-1', 'w-2', 'w-3'].map((n) => `restore-kubelet:${n}`),
+    );
+    expect(rollback.slice(6)).toEqual([
+      'stop-ccm',
+      'restore-control-plane-node:cp-1',
+      'restore-control-plane-node:cp-2',
+      'restore-control-plane-node:cp-3',
+      'remove-ccm',
+      'record-rollback',
+    ]);
+    expect(calls.filter((c) => c.step === 'restore-kubelet').every((c) => c.event.sourceRunId === 'r1')).toBe(
+      true,
+    );
+  });
+
+  it('rolls nothing back for a cluster that was already external', async () => {
+    const { calls, handlers } = recording({
+      preflight: async () => ({ alreadyExternal: true }),
+      verify: async () => {
+        throw new VerificationFailedError('no CCM leads');
+      },
+    });
+
+    const result = await runLocally({ workflow, handlers, input });
+
+    expect(result.error?.name).toBe('VerificationFailed');
+    expect(calls.map((c) => c.step)).toEqual(['preflight', 'verify', 'record-failure']);
   });
 });

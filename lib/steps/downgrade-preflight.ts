@@ -1,0 +1,80 @@
+/**
+ * The downgrade's preflight: the cluster must be external, the in-tree provider must still exist in its
+ * Kubernetes version, and the upgrade run to undo must be known (its snapshot and the node backups it
+ * left). Changes nothing.
+ */
+import { type CloudFlagComponent, cloudFlagProblem } from '../controlplane/cloud-flag-rules.ts';
+import { PreflightFailedError } from '../errors.ts';
+import { providerFacts } from '../providers/catalog.ts';
+import type { StepContext } from './context.ts';
+import { KAS_MANIFEST, KCM_MANIFEST } from './edits.ts';
+import { examineCluster } from './preflight.ts';
+import type { DowngradePreflightResult, UpgradeOptions } from './schemas.ts';
+import { type Snapshot, SnapshotSchema } from './snapshot.ts';
+
+const COMPONENT_OF: Readonly<Record<string, CloudFlagComponent>> = {
+  [KAS_MANIFEST]: 'kube-apiserver',
+  [KCM_MANIFEST]: 'kube-controller-manager',
+};
+
+/**
+ * Why the flags the snapshot recorded would not start at `version` (a provider removed since, a flag
+ * kube-apiserver no longer takes, a gate now locked), as "node:file: reason"; empty when they would.
+ */
+export function restoreProblems(snapshot: Snapshot, version: string): string[] {
+  return Object.entries(snapshot.files).flatMap(([node, reports]) =>
+    reports.flatMap((f) => {
+      const component = f.kind === 'kubelet-env' ? 'kubelet' : COMPONENT_OF[f.path];
+      const problem =
+        component && cloudFlagProblem(component, version, new Map(Object.entries(f.flags ?? {})));
+      return problem ? [`${node}:${f.path}: ${problem}`] : [];
+    }),
+  );
+}
+
+export async function downgradePreflight(
+  event: { clusterId: string; runId: string; options: UpgradeOptions },
+  ctx: StepContext,
+): Promise<DowngradePreflightResult> {
+  await ctx.store.begin({ clusterId: event.clusterId, runId: event.runId, kind: 'downgrade' });
+  const source = (await ctx.store.list(event.clusterId))
+    .filter((r) => r.kind === 'upgrade' && r.snapshot !== undefined && r.status !== 'running')
+    .at(-1);
+  if (!source?.snapshot) {
+    throw new PreflightFailedError(
+      `the run store has no finished upgrade of cluster ${event.clusterId}: a downgrade restores what an upgrade run backed up`,
+    );
+  }
+  const snapshot = SnapshotSchema.parse(source.snapshot);
+  const inTree = providerFacts(snapshot.provider).inTreeName;
+  const exam = await examineCluster(ctx, event.runId, { ...event.options, provider: snapshot.provider });
+  const problems = restoreProblems(snapshot, exam.kubernetesVersion);
+  if (problems.length > 0) {
+    throw new PreflightFailedError(
+      `on Kubernetes ${exam.kubernetesVersion} the in-tree ${inTree} flags cannot come back: ${problems.slice(0, 3).join('; ')}`,
+    );
+  }
+  const renamed = Object.keys(snapshot.nodes).filter(
+    (name) => !exam.nodes.some((n) => n.metadata?.name === name) && snapshot.nodes[name]?.providerID,
+  );
+  if (renamed.length > 0) {
+    ctx.progress({
+      step: 'downgrade-preflight',
+      message: `nodes gone since run ${source.runId}: ${renamed.join(', ')}`,
+    });
+  }
+  await ctx.store.setSnapshotOnce(event.clusterId, event.runId, source.snapshot);
+  const alreadyInTree = exam.externalAlready.length === 0;
+  ctx.progress({
+    step: 'downgrade-preflight',
+    message: alreadyInTree
+      ? 'already on the in-tree provider: nothing to change'
+      : `undoing upgrade run ${source.runId} (${exam.provider} ${exam.kubernetesVersion}, ${exam.nodes.length} nodes)`,
+  });
+  return {
+    alreadyInTree,
+    sourceRunId: source.runId,
+    controlPlaneNodes: exam.controlPlaneNodes,
+    kubeletOrder: [...exam.controlPlaneNodes, ...exam.workerNodes],
+  };
+}

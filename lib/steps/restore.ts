@@ -1,0 +1,240 @@
+/**
+ * The way back, shared by the downgrade and by an upgrade's rollback: each step puts back what the source
+ * run changed, from the node agent's backups of that run (the original bytes) and its snapshot. Reverse
+ * order keeps the cloud-controller invariants: kubelets go back in-tree first (no node registers tainted
+ * from then on), the CCM stops, and only then does each kube-controller-manager take the cloud loops back,
+ * one node at a time (never two controllers; while none runs, no node waits for one).
+ */
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { parseFlags } from '../controlplane/flags.ts';
+import { KUBEADM_CONFIG } from '../controlplane/kubeadm-config.ts';
+import { KUBELET_FILES } from '../controlplane/kubelet-sources.ts';
+import { AgentFailedError, VerificationFailedError } from '../errors.ts';
+import { AGENT_CONFIGMAP } from '../kube/agent-job.ts';
+import { applyObjects, describeObject } from '../kube/apply.ts';
+import { call, httpStatus } from '../kube/errors.ts';
+import { waitFor } from '../kube/wait.ts';
+import { providerFacts } from '../providers/catalog.ts';
+import { ccmPods, renderCcm } from './ccm.ts';
+import {
+  commandLine,
+  hasUninitializedTaint,
+  isNodeReady,
+  isPodReady,
+  listNodes,
+  readMirrorPod,
+  readNode,
+} from './cluster.ts';
+import type { StepContext } from './context.ts';
+import { CONTROL_PLANE_MANIFESTS, KAS_MANIFEST, KCM_MANIFEST } from './edits.ts';
+import type { RestoreEvent, RestoreNodeEvent, Verification } from './schemas.ts';
+import type { Snapshot } from './snapshot.ts';
+import { loadSnapshot } from './snapshot-store.ts';
+
+/** The kubelet flags a node had before the source run: those of any node's kubelet flag source. */
+function inTreeKubeletFlags(snapshot: Snapshot): Record<string, string> {
+  for (const reports of Object.values(snapshot.files)) {
+    const source = reports.find((f) => f.kind === 'kubelet-env' && f.flags?.['cloud-provider']);
+    if (source?.flags) {
+      const { 'cloud-provider': provider, 'cloud-config': config } = source.flags;
+      return {
+        ...(provider ? { 'cloud-provider': provider } : {}),
+        ...(config ? { 'cloud-config': config } : {}),
+      };
+    }
+  }
+  return { 'cloud-provider': providerFacts(snapshot.provider).inTreeName ?? snapshot.provider };
+}
+
+export async function restoreKubelet(
+  event: RestoreNodeEvent,
+  ctx: StepContext,
+): Promise<{ changed: boolean }> {
+  const snapshot = await loadSnapshot(ctx, event);
+  let result = await ctx.agent(event.node, {
+    op: 'restore',
+    runId: event.sourceRunId,
+    paths: [...KUBELET_FILES],
+    skipMissing: true,
+  });
+  if (result.files.length === 0 && snapshot.nodes[event.node] === undefined) {
+    // A node that joined after the source run has no backups: give its kubelet the in-tree flags.
+    result = await ctx.agent(event.node, {
+      op: 'set-flags',
+      runId: event.runId,
+      kubelet: { flags: inTreeKubeletFlags(snapshot) },
+    });
+  }
+  ctx.progress({
+    step: 'restore-kubelet',
+    node: event.node,
+    message: result.changed
+      ? 'kubelet flags restored, kubelet restarting'
+      : 'kubelet flags already as before',
+  });
+  await waitFor(
+    `node ${event.node} to be Ready`,
+    async () => isNodeReady(await readNode(ctx, event.node)),
+    ctx,
+  );
+  return { changed: result.changed };
+}
+
+/** Scale the CCM to zero and wait until none of its pods is left: from here no CCM runs the cloud loops. */
+export async function stopCcm(event: RestoreEvent, ctx: StepContext): Promise<{ changed: boolean }> {
+  const snapshot = await loadSnapshot(ctx, event);
+  const deployment = renderCcm(snapshot, 0).find((o) => o.kind === 'Deployment') as KubernetesObject;
+  const exists = await call(`read ${describeObject(deployment)}`, () =>
+    ctx.clients.objects.read(deployment as never),
+  ).then(
+    () => true,
+    (err: unknown) => {
+      if (httpStatus(err) === 404) return false;
+      throw err;
+    },
+  );
+  const changed = exists && (await applyObjects(ctx.clients, [deployment])).some((a) => a.changed);
+  await waitFor('every CCM pod to be gone', async () => (await ccmPods(ctx, snapshot)).length === 0, ctx);
+  ctx.progress({ step: 'stop-ccm', message: exists ? 'CCM stopped' : 'no CCM deployed' });
+  return { changed };
+}
+
+/** The cloud flags a component's manifest had in the snapshot, as its running pod must show them again. */
+function expectedProvider(snapshot: Snapshot, node: string, manifest: string): string | undefined {
+  return snapshot.files[node]?.find((f) => f.path === manifest)?.flags?.['cloud-provider'];
+}
+
+export async function restoreControlPlaneNode(
+  event: RestoreNodeEvent,
+  ctx: StepContext,
+): Promise<{ changed: boolean }> {
+  const snapshot = await loadSnapshot(ctx, event);
+  const result = await ctx.agent(event.node, {
+    op: 'restore',
+    runId: event.sourceRunId,
+    paths: [...CONTROL_PLANE_MANIFESTS],
+    skipMissing: true,
+  });
+  ctx.progress({
+    step: 'restore-control-plane-node',
+    node: event.node,
+    message: result.changed ? 'manifests restored, waiting for the pods' : 'manifests already as before',
+  });
+  for (const [component, manifest] of [
+    ['kube-apiserver', KAS_MANIFEST],
+    ['kube-controller-manager', KCM_MANIFEST],
+  ] as const) {
+    const wanted = expectedProvider(snapshot, event.node, manifest);
+    const backedUp = result.files.some((f) => f.path === manifest);
+    if (!backedUp) {
+      const pod = await readMirrorPod(ctx, component, event.node);
+      if (pod && parseFlags(commandLine(pod)).get('cloud-provider') !== wanted) {
+        throw new AgentFailedError(
+          `${event.node}:${manifest} was changed but run ${event.sourceRunId} has no backup of it: put --cloud-provider=${wanted ?? '(none)'} back by hand`,
+        );
+      }
+    }
+    await waitFor(
+      `${component} on ${event.node} to run with --cloud-provider=${wanted ?? '(none)'} again`,
+      async () => {
+        const pod = await readMirrorPod(ctx, component, event.node);
+        return (
+          pod !== undefined &&
+          isPodReady(pod) &&
+          parseFlags(commandLine(pod)).get('cloud-provider') === wanted
+        );
+      },
+      ctx,
+    );
+  }
+  return { changed: result.changed };
+}
+
+async function deleteIfPresent(ctx: StepContext, obj: KubernetesObject): Promise<boolean> {
+  try {
+    await call(`delete ${describeObject(obj)}`, () => ctx.clients.objects.delete(obj as never));
+    return true;
+  } catch (err) {
+    if (httpStatus(err) === 404) return false;
+    throw err;
+  }
+}
+
+/**
+ * Remove what the source run put in the cluster: the CCM's objects, its Lease, the agent's code, and
+ * kubeadm's ClusterConfiguration as the snapshot had it (only when it still holds what the run wrote).
+ */
+export async function removeCcm(event: RestoreEvent, ctx: StepContext): Promise<{ removed: number }> {
+  const snapshot = await loadSnapshot(ctx, event);
+  const facts = providerFacts(snapshot.provider);
+  const ours: KubernetesObject[] = [
+    ...renderCcm(snapshot, 0).reverse(),
+    {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: facts.leaseName, namespace: facts.namespace },
+    },
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: AGENT_CONFIGMAP, namespace: 'kube-system' } },
+  ];
+  let removed = 0;
+  for (const obj of ours) if (await deleteIfPresent(ctx, obj)) removed += 1;
+  if (snapshot.kubeadmClusterConfiguration !== undefined) {
+    await restoreClusterConfiguration(ctx, snapshot.kubeadmClusterConfiguration);
+  }
+  ctx.progress({ step: 'remove-ccm', message: `${removed} object(s) of ccm-migrate removed` });
+  return { removed };
+}
+
+async function restoreClusterConfiguration(ctx: StepContext, original: string): Promise<void> {
+  const what = `restore ${KUBEADM_CONFIG.namespace}/${KUBEADM_CONFIG.name}`;
+  const cm = await call(what, () =>
+    ctx.clients.core.readNamespacedConfigMap({
+      name: KUBEADM_CONFIG.name,
+      namespace: KUBEADM_CONFIG.namespace,
+    }),
+  );
+  if (cm.data?.[KUBEADM_CONFIG.key] === original) return;
+  await call(what, () =>
+    ctx.clients.core.replaceNamespacedConfigMap({
+      name: KUBEADM_CONFIG.name,
+      namespace: KUBEADM_CONFIG.namespace,
+      body: { ...cm, data: { ...cm.data, [KUBEADM_CONFIG.key]: original } },
+    }),
+  );
+}
+
+/** Back in-tree: every kube-controller-manager runs the provider again, every node is Ready and initialised. */
+export async function verifyInTree(event: RestoreEvent, ctx: StepContext): Promise<Verification> {
+  const snapshot = await loadSnapshot(ctx, event);
+  const inTree = providerFacts(snapshot.provider).inTreeName;
+  const controlPlane = Object.entries(snapshot.nodes)
+    .filter(([, n]) => n.role === 'control-plane')
+    .map(([name]) => name);
+  for (const node of controlPlane) {
+    const pod = await readMirrorPod(ctx, 'kube-controller-manager', node);
+    if (!pod || !isPodReady(pod) || parseFlags(commandLine(pod)).get('cloud-provider') !== inTree) {
+      throw new VerificationFailedError(
+        `kube-controller-manager on ${node} does not run --cloud-provider=${inTree}`,
+      );
+    }
+  }
+  if ((await ccmPods(ctx, snapshot)).length > 0)
+    throw new VerificationFailedError('a CCM pod still runs beside the in-tree controllers');
+  const nodes = await waitFor(
+    'every node Ready, initialised and untainted',
+    async () => {
+      const all = await listNodes(ctx);
+      return all.every((n) => isNodeReady(n) && !hasUninitializedTaint(n) && n.spec?.providerID) && all;
+    },
+    ctx,
+  );
+  ctx.progress({
+    step: 'verify-in-tree',
+    message: `${nodes.length} nodes on the in-tree ${inTree} provider`,
+  });
+  return {
+    nodes: nodes.length,
+    cloudController: `kube-controller-manager (${controlPlane.join(', ')})`,
+    loadBalancers: snapshot.loadBalancers.length,
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * The downgrade: external cloud-controller-manager → the in-tree provider again, for one cluster whose
+ * upgrade ccm-migrate ran (seed: openstack-cloud-controller-manager's "Upgrade / Downgrade Strategy").
+ * It restores the node files that upgrade changed from the agent's backups (the original bytes), in the
+ * order of lib/steps/restore.ts, removes what the upgrade applied, and verifies the in-tree controllers.
+ *
+ * JSONPath only (HOUSE-STYLE 7): the local engine runs this same definition.
+ */
+import { Duration, aws_stepfunctions as sfn } from 'aws-cdk-lib';
+import type { Construct } from 'constructs';
+import { IDS, restoreSequence } from './shared.ts';
+import type { StepTaskFactory } from './steps.ts';
+
+export const DOWNGRADE_STATES = {
+  preflight: 'Check the cluster',
+  nothingToDo: 'Is it already in-tree?',
+  kubelets: 'Kubelets back in-tree',
+  restoreKubelet: 'Restore a kubelet',
+  stopCcm: 'Stop the CCM',
+  controlPlane: 'Control plane back in-tree, one node at a time',
+  restoreNode: 'Restore a control-plane node',
+  removeCcm: 'Remove the CCM',
+  verify: 'Verify the in-tree provider',
+  finalize: 'Record the result',
+  recordFailure: 'Record the failure',
+  succeeded: 'Back in-tree',
+  failed: 'Downgrade failed',
+} as const;
+
+export function downgradeDefinition(scope: Construct, stepTask: StepTaskFactory): sfn.DefinitionBody {
+  const S = DOWNGRADE_STATES;
+  const recordFailure = stepTask(scope, {
+    stateName: S.recordFailure,
+    step: 'record-failure',
+    payload: sfn.TaskInput.fromObject({ ...IDS, 'error.$': '$.error' }),
+    resultPath: sfn.JsonPath.DISCARD,
+  }).next(
+    new sfn.Fail(scope, S.failed, {
+      stateName: S.failed,
+      causePath: '$.error.Cause',
+      errorPath: '$.error.Error',
+    }),
+  );
+  const catchAll = <T extends sfn.TaskStateBase | sfn.Map>(state: T): T =>
+    state.addCatch(recordFailure, { errors: [sfn.Errors.ALL], resultPath: '$.error' }) as T;
+
+  const preflight = catchAll(
+    stepTask(scope, {
+      stateName: S.preflight,
+      step: 'downgrade-preflight',
+      payload: sfn.TaskInput.fromObject({ ...IDS, 'options.$': '$.options' }),
+      resultPath: '$.preflight',
+    }),
+  );
+  const restore = restoreSequence(scope, {
+    names: S,
+    stepTask,
+    sourceRunIdPath: '$.preflight.sourceRunId',
+    kubeletOrderPath: '$.preflight.kubeletOrder',
+    controlPlanePath: '$.preflight.controlPlaneNodes',
+    onError: catchAll,
+  });
+  const verify = catchAll(
+    stepTask(scope, {
+      stateName: S.verify,
+      step: 'verify-in-tree',
+      payload: sfn.TaskInput.fromObject({ ...IDS, 'sourceRunId.$': '$.preflight.sourceRunId' }),
+      resultPath: '$.verification',
+    }),
+  );
+  const finalize = catchAll(
+    stepTask(scope, {
+      stateName: S.finalize,
+      step: 'finalize',
+      payload: sfn.TaskInput.fromObject({ ...IDS, 'verification.$': '$.verification' }),
+      resultPath: '$.result',
+    }),
+  );
+  restore.end.next(verify);
+  verify.next(finalize).next(new sfn.Succeed(scope, S.succeeded, { stateName: S.succeeded }));
+  const chain = preflight.next(
+    new sfn.Choice(scope, S.nothingToDo, { stateName: S.nothingToDo })
+      .when(sfn.Condition.booleanEquals('$.preflight.alreadyInTree', true), verify)
+      .otherwise(restore.start),
+  );
+  return sfn.DefinitionBody.fromChainable(chain);
+}
+
+/** The whole run's limit, as for the upgrade. */
+export const DOWNGRADE_TIMEOUT = Duration.hours(12);

@@ -1,0 +1,117 @@
+/**
+ * Pieces both workflows are built from: the ids every step gets, a Map that runs one step per node, and
+ * the restore sequence that the downgrade runs and an upgrade's rollback runs (state names unique within
+ * each definition).
+ */
+import { aws_stepfunctions as sfn } from 'aws-cdk-lib';
+import type { Construct } from 'constructs';
+import type { StepId, StepTaskFactory } from './steps.ts';
+
+/** Paths in the execution state. The input carries `clusterId`, `runId`, `maxUnavailable` and `options`. */
+export const IDS = { 'clusterId.$': '$.clusterId', 'runId.$': '$.runId' } as const;
+
+/** Payload fields as JSONPath selections: `{ 'node.$': '$.node' }`. */
+export type Fields = Readonly<Record<string, string>>;
+
+export function forEachNode(
+  scope: Construct,
+  opts: {
+    mapName: string;
+    itemsPath: string;
+    taskName: string;
+    step: StepId;
+    stepTask: StepTaskFactory;
+    concurrency: { maxConcurrency: number } | { maxConcurrencyPath: string };
+    /** More fields from the execution state for every item (e.g. the run to restore from). */
+    fields?: Fields;
+  },
+): sfn.Map {
+  const extra = opts.fields ?? {};
+  const map = new sfn.Map(scope, opts.mapName, {
+    stateName: opts.mapName,
+    itemsPath: opts.itemsPath,
+    itemSelector: { ...IDS, ...extra, 'node.$': '$$.Map.Item.Value' },
+    resultPath: sfn.JsonPath.DISCARD,
+    ...opts.concurrency,
+  });
+  const itemFields = Object.fromEntries(Object.keys(extra).map((k) => [k, `$.${k.slice(0, -2)}`]));
+  map.itemProcessor(
+    opts.stepTask(scope, {
+      stateName: opts.taskName,
+      step: opts.step,
+      payload: sfn.TaskInput.fromObject({ ...IDS, ...itemFields, 'node.$': '$.node' }),
+      resultPath: sfn.JsonPath.DISCARD,
+    }),
+  );
+  return map;
+}
+
+export interface RestoreStateNames {
+  readonly kubelets: string;
+  readonly restoreKubelet: string;
+  readonly stopCcm: string;
+  readonly controlPlane: string;
+  readonly restoreNode: string;
+  readonly removeCcm: string;
+}
+
+/**
+ * Kubelets back in-tree (maxUnavailable at a time), the CCM stopped, the control plane back one node at a
+ * time, the CCM's objects removed: see lib/steps/restore.ts for why in this order.
+ */
+export function restoreSequence(
+  scope: Construct,
+  opts: {
+    names: RestoreStateNames;
+    stepTask: StepTaskFactory;
+    /** Where the run to restore from, the node order and the control-plane nodes are in the state. */
+    sourceRunIdPath: string;
+    kubeletOrderPath: string;
+    controlPlanePath: string;
+    onError: <T extends sfn.TaskStateBase | sfn.Map>(state: T) => T;
+  },
+): { start: sfn.Map; end: sfn.TaskStateBase } {
+  const { names, stepTask, onError } = opts;
+  const source: Fields = { 'sourceRunId.$': opts.sourceRunIdPath };
+  const ids = sfn.TaskInput.fromObject({ ...IDS, ...source });
+  const kubelets = onError(
+    forEachNode(scope, {
+      mapName: names.kubelets,
+      itemsPath: opts.kubeletOrderPath,
+      taskName: names.restoreKubelet,
+      step: 'restore-kubelet',
+      stepTask,
+      concurrency: { maxConcurrencyPath: '$.maxUnavailable' },
+      fields: source,
+    }),
+  );
+  const stop = onError(
+    stepTask(scope, {
+      stateName: names.stopCcm,
+      step: 'stop-ccm',
+      payload: ids,
+      resultPath: sfn.JsonPath.DISCARD,
+    }),
+  );
+  const controlPlane = onError(
+    forEachNode(scope, {
+      mapName: names.controlPlane,
+      itemsPath: opts.controlPlanePath,
+      taskName: names.restoreNode,
+      step: 'restore-control-plane-node',
+      stepTask,
+      concurrency: { maxConcurrency: 1 },
+      fields: source,
+    }),
+  );
+  const remove = onError(
+    stepTask(scope, {
+      stateName: names.removeCcm,
+      step: 'remove-ccm',
+      payload: ids,
+      resultPath: sfn.JsonPath.DISCARD,
+    }),
+  );
+  kubelets.next(stop).next(controlPlane).next(remove);
+  return { start: kubelets, end: remove };
+}

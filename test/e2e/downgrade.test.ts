@@ -1,0 +1,99 @@
+/**
+ * The way back on the twin: upgrade then downgrade returns every node file byte-identical and leaves
+ * nothing of ccm-migrate in the cluster; a second downgrade changes nothing; versions without the in-tree
+ * provider are refused. (Rollback of failed upgrades: rollback.test.ts.)
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { restoreProblems } from '../../lib/steps/downgrade-preflight.ts';
+import { SnapshotSchema } from '../../lib/steps/snapshot.ts';
+import { FIXTURES, fixtureSpec } from '../twin/running-twin.ts';
+import { type E2E, nodeFiles, startE2E } from './harness.ts';
+
+let e2e: E2E | undefined;
+afterEach(async () => {
+  await e2e?.stop();
+  e2e = undefined;
+});
+
+/** Node files as they were at the start: what a way back must give back byte for byte. */
+function originalsOnly(files: Map<string, string>, start: Map<string, string>): Map<string, string> {
+  return new Map(
+    [...files].filter(([file]) => start.has(file)).map(([file, v]) => [file, v.split(' ')[0] ?? '']),
+  );
+}
+
+async function clusterObjects(e: E2E): Promise<Record<string, unknown>> {
+  const { t } = e;
+  const names = <T extends { metadata?: { name?: string } }>(items: T[]) =>
+    items.map((i) => i.metadata?.name).sort();
+  return {
+    serviceAccounts: names((await t.core.listNamespacedServiceAccount({ namespace: 'kube-system' })).items),
+    configMaps: names((await t.core.listNamespacedConfigMap({ namespace: 'kube-system' })).items),
+    deployments: names((await t.apps.listNamespacedDeployment({ namespace: 'kube-system' })).items),
+    clusterRoles: names(
+      (await t.objects.list('rbac.authorization.k8s.io/v1', 'ClusterRole')).items as {
+        metadata?: { name?: string };
+      }[],
+    ),
+    kubeadmConfig: (
+      await t.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' })
+    ).data,
+    leases: names((await t.coordination.listNamespacedLease({ namespace: 'kube-system' })).items).filter(
+      (n) => n === 'cloud-controller-manager',
+    ),
+  };
+}
+
+describe('ccm-migrate downgrade on the AWS twin', () => {
+  it('returns every node file byte-identical and the cluster’s objects to the start, with clean invariants', async () => {
+    e2e = await startE2E(await fixtureSpec(FIXTURES.awsHaMini));
+    const start = await nodeFiles(e2e.t);
+    const objects = await clusterObjects(e2e);
+
+    expect((await e2e.upgrade({ maxUnavailable: 2 })).status).toBe('SUCCEEDED');
+    expect(await clusterObjects(e2e)).not.toEqual(objects);
+    const down = await e2e.downgrade({ maxUnavailable: 2 });
+    expect(down.error).toBeUndefined();
+    expect(down.status).toBe('SUCCEEDED');
+
+    expect(originalsOnly(await nodeFiles(e2e.t), start)).toEqual(originalsOnly(start, start));
+    expect(await clusterObjects(e2e)).toEqual(objects);
+    for (const node of ['cp-1', 'cp-2', 'cp-3', 'worker-1']) {
+      expect(e2e.t.twin.nodes.kubelet(node).flags.get('cloud-provider'), node).toBe('aws');
+    }
+    await e2e.t.twin.monitor.stop();
+    expect(e2e.t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
+  });
+
+  it('changes nothing when run again, and says the cluster is already in-tree', async () => {
+    e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini));
+    expect((await e2e.upgrade()).status).toBe('SUCCEEDED');
+    expect((await e2e.downgrade()).status).toBe('SUCCEEDED');
+    const files = await nodeFiles(e2e.t);
+    const again = await e2e.downgrade();
+    expect(again.status).toBe('SUCCEEDED');
+    expect((again.output as { preflight: { alreadyInTree: boolean } }).preflight.alreadyInTree).toBe(true);
+    expect(await nodeFiles(e2e.t)).toEqual(files);
+  });
+
+  it('refuses a cluster with no upgrade run to undo', async () => {
+    e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini));
+    const none = await e2e.downgrade();
+    expect(none.error?.name).toBe('PreflightFailed');
+    expect(none.error?.cause).toMatch(/no finished upgrade of cluster aws-mini/);
+  });
+
+  it('knows the snapshot’s in-tree flags cannot start on a version without the provider', async () => {
+    e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini));
+    const up = await e2e.upgrade();
+    const snapshot = SnapshotSchema.parse((await e2e.store.get(up.clusterId, up.runId))?.snapshot);
+    expect(restoreProblems(snapshot, 'v1.26.15')).toEqual([]);
+    const problems = restoreProblems(snapshot, 'v1.27.3');
+    expect(problems).toContainEqual(
+      expect.stringMatching(/^cp-1:\/etc\/kubernetes\/manifests\/kube-controller-manager\.yaml: .*aws/),
+    );
+    expect(problems).toContainEqual(
+      expect.stringMatching(/^worker-2:\/var\/lib\/kubelet\/kubeadm-flags\.env: .*aws/),
+    );
+  });
+});
