@@ -11,7 +11,7 @@ import { LocalRunStore } from '../store/local-store.ts';
 import { nodeNames, type TwinSpec } from '../twin/spec.ts';
 import { startTwin } from '../twin/twin.ts';
 import { CliError } from './exit-codes.ts';
-import { upgradeCommand } from './upgrade.ts';
+import { migrationCommand } from './migration.ts';
 
 export interface DemoOptions {
   readonly spec: TwinSpec;
@@ -31,7 +31,8 @@ export async function demo(opts: DemoOptions): Promise<void> {
   const twin = await startTwin({ spec: opts.spec, stateDir: path.join(stateDir, 'twin') });
   let broken = 0;
   try {
-    await upgradeCommand({
+    await migrationCommand({
+      kind: 'upgrade',
       clients: clientsFromKubeconfigFile(twin.kubeconfigPath),
       store: new LocalRunStore(path.join(stateDir, 'runs')),
       clusterId: opts.spec.name,

@@ -21,6 +21,8 @@ export const EXIT = {
   locked: 7,
   /** A wait for the cluster ran out of retries. */
   timedOut: 8,
+  /** The upgrade failed and was rolled back: the cluster is as it was before the run. */
+  rolledBack: 9,
 } as const;
 
 const BY_ERROR: Readonly<Record<ErrorName, number>> = {
@@ -34,6 +36,7 @@ const BY_ERROR: Readonly<Record<ErrorName, number>> = {
   [ERROR_NAMES.verificationFailed]: EXIT.verificationFailed,
   [ERROR_NAMES.clusterLocked]: EXIT.locked,
   [ERROR_NAMES.notReadyYet]: EXIT.timedOut,
+  [ERROR_NAMES.rolledBack]: EXIT.rolledBack,
 };
 
 export function exitCodeForError(name: string): number {

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { CcmMigrateError } from '../errors.ts';
 import { clientsFromKubeconfigFile } from '../kube/clients.ts';
+import type { MigrationKind } from '../local/migration.ts';
 import { PROVIDERS, type ProviderId } from '../providers/catalog.ts';
 import { ResourceName } from '../steps/schemas.ts';
 import { defaultStateDir, LocalRunStore } from '../store/local-store.ts';
@@ -13,9 +14,9 @@ import { loadTwinSpec, TwinSpecError } from '../twin/spec.ts';
 import { TwinStartError } from '../twin/twin.ts';
 import { demo } from './demo.ts';
 import { CliError, EXIT, exitCodeForError } from './exit-codes.ts';
+import { migrationCommand } from './migration.ts';
 import { planCommand } from './plan.ts';
 import { serveTwin } from './twin-serve.ts';
-import { upgradeCommand } from './upgrade.ts';
 
 /** The example twin `npm start` runs: AWS, three control-plane nodes and five workers. */
 export const DEFAULT_TWIN_SPEC = fileURLToPath(new URL('../../assets/twins/aws-ha.yaml', import.meta.url));
@@ -116,21 +117,30 @@ export function buildProgram(): Command {
       await planCommand(clusterTarget(o));
     });
 
-  clusterCommand(program, 'upgrade')
-    .description(
-      'Move one cluster from its in-tree cloud provider to the external CCM (local mode: the same workflow as on AWS, run in-process). Resumes the cluster’s unfinished run.',
-    )
-    .option('--max-unavailable <n>', 'kubelets restarted at once', positiveInt, 1)
-    .option('--state-dir <dir>', 'run records (default: $CCM_MIGRATE_STATE_DIR or ~/.ccm-migrate)')
-    .option('--yes', 'do not ask for confirmation', false)
-    .action(async (o: ClusterFlags & { maxUnavailable: number; stateDir?: string; yes: boolean }) => {
-      await upgradeCommand({
-        ...clusterTarget(o),
-        store: new LocalRunStore(o.stateDir ?? defaultStateDir()),
-        maxUnavailable: o.maxUnavailable,
-        yes: o.yes,
+  const migration = (kind: MigrationKind, description: string): void => {
+    clusterCommand(program, kind)
+      .description(description)
+      .option('--max-unavailable <n>', 'kubelets restarted at once', positiveInt, 1)
+      .option('--state-dir <dir>', 'run records (default: $CCM_MIGRATE_STATE_DIR or ~/.ccm-migrate)')
+      .option('--yes', 'do not ask for confirmation', false)
+      .action(async (o: ClusterFlags & { maxUnavailable: number; stateDir?: string; yes: boolean }) => {
+        await migrationCommand({
+          kind,
+          ...clusterTarget(o),
+          store: new LocalRunStore(o.stateDir ?? defaultStateDir()),
+          maxUnavailable: o.maxUnavailable,
+          yes: o.yes,
+        });
       });
-    });
+  };
+  migration(
+    'upgrade',
+    'Move one cluster from its in-tree cloud provider to the external CCM (local mode: the same workflow as on AWS, run in-process). Resumes the cluster’s unfinished run; a failed run rolls back what it changed.',
+  );
+  migration(
+    'downgrade',
+    'Put one cluster back on its in-tree cloud provider, undoing the last upgrade ccm-migrate ran on it (node files restored byte for byte from its backups, the CCM removed). Resumes an unfinished downgrade.',
+  );
 
   program
     .command('demo')

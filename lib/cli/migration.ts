@@ -1,6 +1,6 @@
 /**
- * `ccm-migrate upgrade`: the upgrade of one cluster in local mode, with progress per step and node, a
- * summary, and an exit code per failure kind. The kubeconfig stays on this machine: only its server
+ * `ccm-migrate upgrade` and `downgrade`: one cluster's run in local mode, with progress per step and node,
+ * a summary, and an exit code per failure kind. The kubeconfig stays on this machine: only its server
  * address is printed.
  */
 import { createInterface } from 'node:readline/promises';
@@ -8,13 +8,19 @@ import { ERROR_NAMES } from '../errors.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import { call } from '../kube/errors.ts';
 import type { EventLog } from '../local/engine.ts';
-import { type LocalUpgradeResult, runUpgradeLocally } from '../local/upgrade.ts';
+import {
+  type MigrationKind,
+  type MigrationRunResult,
+  runDowngradeLocally,
+  runUpgradeLocally,
+} from '../local/migration.ts';
 import type { Progress } from '../steps/context.ts';
 import type { UpgradeOptions } from '../steps/schemas.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { CliError, EXIT, exitCodeForError } from './exit-codes.ts';
 
-export interface UpgradeCommand {
+export interface MigrationCommand {
+  readonly kind: MigrationKind;
   readonly clients: KubeClients;
   readonly store: RunStore;
   readonly clusterId: string;
@@ -59,10 +65,10 @@ export function progressPrinter(out: NodeJS.WritableStream, started = Date.now()
   };
 }
 
-export function summary(result: LocalUpgradeResult, nodes: number | undefined): string {
+export function summary(kind: MigrationKind, result: MigrationRunResult, nodes: number | undefined): string {
   const lines = [
     '',
-    `upgrade ${result.status === 'SUCCEEDED' ? 'succeeded' : result.status.toLowerCase()}: cluster ${result.clusterId}, run ${result.runId}${result.resumed ? ' (resumed)' : ''}`,
+    `${kind} ${result.status === 'SUCCEEDED' ? 'succeeded' : result.status.toLowerCase()}: cluster ${result.clusterId}, run ${result.runId}${result.resumed ? ' (resumed)' : ''}`,
     `  duration:          ${seconds(result.durationMs)}`,
     ...(nodes !== undefined ? [`  nodes:             ${nodes}`] : []),
     `  API requests:      ${result.apiRequests}`,
@@ -72,7 +78,13 @@ export function summary(result: LocalUpgradeResult, nodes: number | undefined): 
   return `${lines.join('\n')}\n`;
 }
 
-export async function upgradeCommand(cmd: UpgradeCommand): Promise<LocalUpgradeResult> {
+const WORDS: Readonly<Record<MigrationKind, { question: string; doing: string }>> = {
+  upgrade: { question: 'to an external CCM', doing: 'upgrading' },
+  downgrade: { question: 'back to its in-tree cloud provider', doing: 'downgrading' },
+};
+
+export async function migrationCommand(cmd: MigrationCommand): Promise<MigrationRunResult> {
+  const words = WORDS[cmd.kind];
   const out = cmd.out ?? process.stdout;
   // Fail fast on a wrong address: inside the workflow an unreachable API is retried for minutes.
   const version = await call(`reach the API server at ${cmd.clients.server}`, () =>
@@ -80,15 +92,18 @@ export async function upgradeCommand(cmd: UpgradeCommand): Promise<LocalUpgradeR
   );
   if (
     !cmd.yes &&
-    !(await confirm(`Upgrade cluster ${cmd.clusterId} at ${cmd.clients.server} to an external CCM?`))
+    !(await confirm(
+      `${cmd.kind === 'upgrade' ? 'Upgrade' : 'Downgrade'} cluster ${cmd.clusterId} at ${cmd.clients.server} ${words.question}?`,
+    ))
   ) {
     throw new CliError('not confirmed: nothing was changed', EXIT.badInput);
   }
   out.write(
-    `upgrading cluster ${cmd.clusterId} at ${cmd.clients.server} (Kubernetes ${version.gitVersion})\n`,
+    `${words.doing} cluster ${cmd.clusterId} at ${cmd.clients.server} (Kubernetes ${version.gitVersion})\n`,
   );
   const printer = progressPrinter(out);
-  const result = await runUpgradeLocally({
+  const run = cmd.kind === 'upgrade' ? runUpgradeLocally : runDowngradeLocally;
+  const result = await run({
     clients: cmd.clients,
     store: cmd.store,
     clusterId: cmd.clusterId,
@@ -98,7 +113,7 @@ export async function upgradeCommand(cmd: UpgradeCommand): Promise<LocalUpgradeR
     ...printer,
   });
   const verification = (result.output as { verification?: { nodes?: number } } | undefined)?.verification;
-  out.write(summary(result, verification?.nodes));
+  out.write(summary(cmd.kind, result, verification?.nodes));
   if (result.status !== 'SUCCEEDED') {
     const name = result.error?.name ?? ERROR_NAMES.verificationFailed;
     throw new CliError(`${name}: ${result.error?.cause ?? 'the run did not finish'}`, exitCodeForError(name));
