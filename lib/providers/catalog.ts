@@ -1,12 +1,20 @@
 /**
  * What ccm-migrate knows about each provider's external cloud-controller-manager (CCM). Every provider has
- * an identity (its in-tree name, its providerID scheme), so that a cluster can be recognised whatever it
- * runs; only providers with full facts (the CCM's images, manifest, lease …) can be migrated. AWS is the
- * first; the other five follow with their facts (../shared/reference/PROVIDER-FACTS.md §2–§6).
+ * an identity (its in-tree name, its providerID scheme) and the facts of its CCM (images, manifest,
+ * lease …), each provider's in its own module (../shared/reference/PROVIDER-FACTS.md §1–§6).
  */
-import { type InTreeProvider, kubernetesMinor } from '../controlplane/cloud-flag-rules.ts';
-import { InvalidInputError, UnsupportedProviderError } from '../errors.ts';
+import {
+  IN_TREE_REMOVED_IN,
+  type InTreeProvider,
+  kubernetesMinor,
+} from '../controlplane/cloud-flag-rules.ts';
+import { InvalidInputError, PreflightFailedError, UnsupportedProviderError } from '../errors.ts';
 import { AWS } from './aws.ts';
+import { AZURE } from './azure.ts';
+import { GCP } from './gcp.ts';
+import { IBM } from './ibm.ts';
+import { OPENSTACK } from './openstack.ts';
+import { VSPHERE } from './vsphere.ts';
 
 export const PROVIDERS = ['aws', 'azure', 'gcp', 'vsphere', 'openstack', 'ibm'] as const;
 export type ProviderId = (typeof PROVIDERS)[number];
@@ -64,49 +72,99 @@ export interface ProviderDetails {
   readonly manifest: string;
   /** The file name the CCM reads its cloud config as (the key in the config Secret). */
   readonly cloudConfigFile: string;
+  /**
+   * Whether the CCM cannot start without a cloud config (credentials or account ids live only there);
+   * absent: it can (AWS, GCP read the instance metadata).
+   */
+  readonly cloudConfigRequired?: boolean;
+  /** A per-node component that initialises nodes for the CCM (Azure's cloud-node-manager DaemonSet). */
+  readonly nodeManager?: NodeManager;
+  /** How the CCM takes node IPAM over from kube-controller-manager, for a provider whose CCM can. */
+  readonly nodeIpam?: NodeIpamHandover;
   /** The CSI drivers that take over the in-tree volume plugins (preflight: in-tree volumes must migrate first). */
   readonly csiDrivers: readonly string[];
   /** The instance a providerID of this provider names; undefined when it is not one. */
   parseProviderID(providerID: string): ProviderInstance | undefined;
 }
 
+export interface NodeManager {
+  readonly daemonSetName: string;
+  /** The container render sets the image on (an image override uses this name too). */
+  readonly containerName: string;
+  /** Its image per Kubernetes minor, released with the CCM's: render takes the minor the CCM's image has. */
+  readonly images: Readonly<Record<number, string>>;
+}
+
+export interface NodeIpamHandover {
+  /** Flags render sets on the CCM when it allocates node CIDRs (with `--cluster-cidr` from the cluster). */
+  readonly ccmFlags: Readonly<Record<string, string>>;
+  /** The controllers kube-controller-manager must then stop: exactly one of the two may run node IPAM. */
+  readonly kcmDisabledControllers: readonly string[];
+}
+
 export type ProviderFacts = ProviderIdentity & ProviderDetails;
 
-const DETAILS: Partial<Record<ProviderId, ProviderDetails>> = { aws: AWS };
+const DETAILS: Readonly<Record<ProviderId, ProviderDetails>> = {
+  aws: AWS,
+  azure: AZURE,
+  gcp: GCP,
+  vsphere: VSPHERE,
+  openstack: OPENSTACK,
+  ibm: IBM,
+};
 
 export function isProviderId(id: string): id is ProviderId {
   return (PROVIDERS as readonly string[]).includes(id);
-}
-
-export function supportedProviders(): ProviderId[] {
-  return PROVIDERS.filter((p) => DETAILS[p] !== undefined);
 }
 
 export function providerIdentity(id: ProviderId): ProviderIdentity {
   return IDENTITIES[id];
 }
 
-/** The facts of a provider ccm-migrate migrates, or undefined (for code that only asks). */
-export function knownFacts(id: ProviderId): ProviderFacts | undefined {
-  const details = DETAILS[id];
-  return details && { ...IDENTITIES[id], ...details };
+/** The facts of a provider ccm-migrate knows. */
+export function knownFacts(id: ProviderId): ProviderFacts {
+  return { ...IDENTITIES[id], ...DETAILS[id] };
 }
 
-/** The facts of a provider, or UnsupportedProviderError saying which providers are supported. */
+/** The facts of a provider, or UnsupportedProviderError naming the ones ccm-migrate knows. */
 export function providerFacts(id: string): ProviderFacts {
-  const supported = supportedProviders().join(', ');
   if (!isProviderId(id)) {
     throw new UnsupportedProviderError(
-      `unknown provider ${JSON.stringify(id)}: ccm-migrate knows ${PROVIDERS.join(', ')} and supports ${supported} so far`,
+      `unknown provider ${JSON.stringify(id)}: ccm-migrate knows ${PROVIDERS.join(', ')}`,
     );
   }
-  const facts = knownFacts(id);
-  if (!facts) {
-    throw new UnsupportedProviderError(
-      `ccm-migrate supports ${supported} so far; ${IDENTITIES[id].displayName} (${id}) comes with a later release`,
+  return knownFacts(id);
+}
+
+/** The minor (1.x) whose binaries no longer have the provider in-tree; undefined for IBM (never in-tree). */
+export function inTreeRemovedIn(id: ProviderId): number | undefined {
+  const name = IDENTITIES[id].inTreeName;
+  return name === undefined ? undefined : IN_TREE_REMOVED_IN[name];
+}
+
+/**
+ * The in-tree `--cloud-provider` value a downgrade restores. IBM has none: its CCM is the only way it ever
+ * ran, so a downgrade is refused before anything changes.
+ */
+export function inTreeTarget(id: ProviderId): InTreeProvider {
+  const { inTreeName, displayName } = IDENTITIES[id];
+  if (inTreeName === undefined) {
+    throw new PreflightFailedError(
+      `${displayName} (${id}) never had an in-tree cloud provider: there is nothing to downgrade to; its external cloud-controller-manager is the only supported mode`,
     );
   }
-  return facts;
+  return inTreeName;
+}
+
+/**
+ * kube-controller-manager's `--controllers` with `disabled` turned off (`*,bootstrapsigner` →
+ * `*,bootstrapsigner,-nodeipam`); absent means the default `*`. Idempotent, and a controller listed as
+ * enabled is switched to disabled rather than listed twice.
+ */
+export function kcmControllersWithout(current: string | undefined, disabled: readonly string[]): string {
+  const items = (current?.trim() ? current : '*').split(',').map((c) => c.trim());
+  const kept = items.filter((c) => c !== '' && !disabled.some((d) => c === d || c === `-${d}`));
+  return [...kept, ...disabled.map((d) => `-${d}`)].join(',');
 }
 
 /** The provider whose in-tree `--cloud-provider` value this is (`gce` → gcp); undefined for any other. */

@@ -23,12 +23,12 @@ export function providerOfProviderID(providerID: string): ProviderId | undefined
 }
 
 /**
- * The instance a providerID names, for the providers ccm-migrate has facts for; undefined for anything
+ * The instance a providerID names; undefined for anything
  * else (an empty string, another cloud, a malformed id).
  */
 export function parseProviderID(providerID: string): ParsedProviderID | undefined {
   const provider = providerOfProviderID(providerID);
-  const instance = provider && knownFacts(provider)?.parseProviderID(providerID);
+  const instance = provider && knownFacts(provider).parseProviderID(providerID);
   return provider && instance ? { provider, ...instance } : undefined;
 }
 

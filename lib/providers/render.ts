@@ -6,10 +6,11 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { V1Container, V1Deployment } from '@kubernetes/client-node';
+import type { V1DaemonSet, V1Deployment, V1PodSpec } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import * as z from 'zod';
 import { setFlags } from '../controlplane/flags.ts';
+import { InvalidInputError, UnsupportedProviderError } from '../errors.ts';
 import { parseInput } from '../store/run-record.ts';
 import { ccmImageFor, PROVIDERS, type ProviderFacts, providerFacts } from './catalog.ts';
 
@@ -54,6 +55,18 @@ export const RenderInputSchema = z.object({
   replicas: z.int().min(0),
   /** The in-tree cloud config file's text; absent or blank: the cluster has none (AWS then uses IMDS). */
   cloudConfig: z.string().optional(),
+  /**
+   * Images by container name (`cloud-controller-manager`, `cloud-node-manager`) instead of the catalog's:
+   * a mirrored registry in an air-gapped cluster.
+   */
+  images: z.record(z.string().min(1), z.string().regex(/^\S+$/, 'an image reference')).optional(),
+  /**
+   * The CCM allocates node CIDRs from this cluster CIDR (GCE's CloudAllocator), for a provider whose
+   * catalog entry has `nodeIpam`; kube-controller-manager must then stop its node-ipam controller.
+   */
+  allocateNodeCidrs: z
+    .object({ clusterCidr: z.string().regex(/^[0-9a-fA-F.:/,]+$/, 'a CIDR list') })
+    .optional(),
 });
 export type RenderInput = z.input<typeof RenderInputSchema>;
 
@@ -95,12 +108,21 @@ function cloudConfigSecret(facts: ProviderFacts, cloudConfig: string): KubeObjec
   };
 }
 
+/** Containers named in `images` run that image: the catalog's, or the caller's override of it. */
+function withImages(pod: V1PodSpec, images: Readonly<Record<string, string>>): void {
+  pod.containers = pod.containers.map((c) => {
+    const image = images[c.name];
+    return image === undefined ? c : { ...c, image };
+  });
+}
+
 /** The CCM Deployment set up for this input (a copy: the cached manifest is never changed). */
 function deployment(
   obj: KubeObject,
   facts: ProviderFacts,
   input: z.output<typeof RenderInputSchema>,
   cloudConfig: string | undefined,
+  images: Readonly<Record<string, string>>,
 ): KubeObject {
   const d = structuredClone(obj) as unknown as V1Deployment & KubeObject;
   const spec = d.spec;
@@ -114,13 +136,17 @@ function deployment(
   spec.replicas = input.replicas;
   spec.template.metadata = withLabels(spec.template.metadata ?? {}, CCM_LABELS);
   const configFile = `${CLOUD_CONFIG_DIR}/${facts.cloudConfigFile}`;
-  const ready: V1Container = {
+  const ipam = input.allocateNodeCidrs && {
+    ...facts.nodeIpam?.ccmFlags,
+    'cluster-cidr': input.allocateNodeCidrs.clusterCidr,
+  };
+  const ready = {
     ...container,
-    image: ccmImageFor(input.provider, input.kubernetesVersion).image,
     args: setFlags(container.args ?? [], {
       'cloud-provider': facts.ccmCloudProvider,
       'cluster-name': input.clusterName,
       'cloud-config': cloudConfig === undefined ? null : configFile,
+      ...ipam,
     }),
   };
   if (cloudConfig !== undefined) {
@@ -138,18 +164,68 @@ function deployment(
     };
   }
   pod.containers = pod.containers.map((c) => (c === container ? ready : c));
+  withImages(pod, images);
   return { ...d, metadata: withLabels(d.metadata, CCM_LABELS) };
+}
+
+/** A per-node DaemonSet (Azure's cloud-node-manager) with its images and ccm-migrate's label. */
+function daemonSet(obj: KubeObject, images: Readonly<Record<string, string>>): KubeObject {
+  const ds = structuredClone(obj) as unknown as V1DaemonSet & KubeObject;
+  const pod = ds.spec?.template.spec;
+  if (pod) withImages(pod, images);
+  return { ...ds, metadata: withLabels(ds.metadata, MANAGED_BY_LABELS) };
+}
+
+/**
+ * The image of every container render manages: the CCM's for the cluster's minor, the node manager's of
+ * the same minor, then the caller's overrides, which must name one of those containers.
+ */
+function imagesFor(facts: ProviderFacts, input: z.output<typeof RenderInputSchema>): Record<string, string> {
+  const ccm = ccmImageFor(input.provider, input.kubernetesVersion);
+  const images: Record<string, string> = { [facts.containerName]: ccm.image };
+  const nodeManager = facts.nodeManager;
+  if (nodeManager) {
+    const image = nodeManager.images[ccm.minor];
+    if (!image) {
+      throw new UnsupportedProviderError(
+        `no ${facts.displayName} ${nodeManager.containerName} image for Kubernetes 1.${ccm.minor}, the minor of its cloud-controller-manager`,
+      );
+    }
+    images[nodeManager.containerName] = image;
+  }
+  for (const [name, image] of Object.entries(input.images ?? {})) {
+    if (!(name in images)) {
+      throw new InvalidInputError(
+        `an image override names container ${JSON.stringify(name)}; the ${facts.displayName} containers are ${Object.keys(images).join(', ')}`,
+      );
+    }
+    images[name] = image;
+  }
+  return images;
 }
 
 /**
  * The provider's CCM objects in apply order (RBAC and the config Secret before the Deployment that needs
- * them), every one labelled app.kubernetes.io/managed-by=ccm-migrate. Bad input is InvalidInputError; a
- * provider without facts, or a version without an image, is UnsupportedProviderError.
+ * them), every one labelled app.kubernetes.io/managed-by=ccm-migrate. Bad input (an override of a
+ * container that is not there, node IPAM for a provider whose CCM does not take it, no cloud config where
+ * the CCM needs one) is InvalidInputError; an unknown provider, or a version without an image, is
+ * UnsupportedProviderError. Both are thrown before anything is applied.
  */
 export function renderCcmObjects(input: RenderInput): KubeObject[] {
   const parsed = parseInput(RenderInputSchema, input, 'CCM render input');
   const facts = providerFacts(parsed.provider);
   const cloudConfig = parsed.cloudConfig?.trim() ? parsed.cloudConfig : undefined;
+  if (cloudConfig === undefined && facts.cloudConfigRequired) {
+    throw new InvalidInputError(
+      `the ${facts.displayName} cloud-controller-manager needs the cluster's cloud config (${facts.cloudConfigFile}), and none was given`,
+    );
+  }
+  if (parsed.allocateNodeCidrs && !facts.nodeIpam) {
+    throw new InvalidInputError(
+      `the ${facts.displayName} cloud-controller-manager does not take node IPAM over from kube-controller-manager`,
+    );
+  }
+  const images = imagesFor(facts, parsed);
   const isCcm = (o: KubeObject) =>
     o.kind === 'Deployment' &&
     o.metadata.name === facts.deploymentName &&
@@ -157,11 +233,12 @@ export function renderCcmObjects(input: RenderInput): KubeObject[] {
   const objects = manifest(facts);
   if (!objects.some(isCcm)) throw new Error(`${facts.manifest} has no Deployment ${facts.deploymentName}`);
   return objects.flatMap((o) => {
+    if (o.kind === 'DaemonSet') return [daemonSet(o, images)];
     if (!isCcm(o)) {
       const copy = structuredClone(o);
       return [{ ...copy, metadata: withLabels(copy.metadata, MANAGED_BY_LABELS) }];
     }
-    const ccm = deployment(o, facts, parsed, cloudConfig);
+    const ccm = deployment(o, facts, parsed, cloudConfig, images);
     return cloudConfig === undefined ? [ccm] : [cloudConfigSecret(facts, cloudConfig), ccm];
   });
 }

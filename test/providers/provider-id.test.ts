@@ -29,7 +29,7 @@ describe('parseProviderID (AWS, as cloud-provider-aws reads it)', () => {
     });
   });
 
-  it('refuses what is not an AWS instance, and what it has no facts for', () => {
+  it('refuses what is not an AWS instance, and what no provider writes', () => {
     for (const id of [
       '',
       'i-0abc',
@@ -39,7 +39,6 @@ describe('parseProviderID (AWS, as cloud-provider-aws reads it)', () => {
       'aws:///a/b/i-0abc',
       'aws://us-east-1a/b/i-0abc',
       'aws:///US-EAST-1A/i-0abc',
-      'gce://my-project/europe-west1-b/node-1',
       'kind://docker/kind/kind-control-plane',
     ]) {
       expect(parseProviderID(id), id).toBeUndefined();

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { V1Deployment, V1Secret } from '@kubernetes/client-node';
+import type { V1DaemonSet, V1Deployment, V1Secret } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError, UnsupportedProviderError } from '../../lib/errors.ts';
+import { providerFacts } from '../../lib/providers/catalog.ts';
 import {
   CCM_LABEL_SELECTOR,
   CCM_LABELS,
@@ -138,9 +139,135 @@ describe('renderCcmObjects (AWS)', () => {
     ]) {
       expect(() => renderCcmObjects(bad)).toThrow(InvalidInputError);
     }
-    expect(() => renderCcmObjects({ ...BASE, provider: 'azure' })).toThrow(UnsupportedProviderError);
+    expect(() =>
+      renderCcmObjects({ ...BASE, provider: 'ibm', kubernetesVersion: 'v1.33.0', cloudConfig: 'x' }),
+    ).toThrow(UnsupportedProviderError);
     expect(() => renderCcmObjects({ ...BASE, kubernetesVersion: 'v1.37.0' })).toThrow(
       UnsupportedProviderError,
+    );
+  });
+});
+
+describe('renderCcmObjects (every provider)', () => {
+  const CONFIG = '[Global]\nauth-url = https://keystone.example:5000/v3\n';
+  const VERSIONS = {
+    aws: 'v1.26.15',
+    azure: 'v1.29.4',
+    gcp: 'v1.30.4',
+    vsphere: 'v1.29.4',
+    openstack: 'v1.25.16',
+    ibm: 'v1.31.2',
+  } as const;
+  const all = Object.entries(VERSIONS) as [keyof typeof VERSIONS, string][];
+
+  it.each(all)(
+    '%s: one control-plane Deployment, critical, requests without limits, spread by host',
+    (provider, v) => {
+      const objects = renderCcmObjects({ ...BASE, provider, kubernetesVersion: v, cloudConfig: CONFIG });
+      const d = deploymentOf(objects);
+      const pod = d.spec?.template.spec;
+      expect(d.metadata?.name).toBe(ccmDeploymentRef(provider).name);
+      expect(pod?.priorityClassName).toBe('system-cluster-critical');
+      expect(pod?.nodeSelector).toEqual({ 'node-role.kubernetes.io/control-plane': '' });
+      expect(pod?.tolerations).toEqual(
+        expect.arrayContaining([
+          { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' },
+        ]),
+      );
+      const anti = pod?.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.[0];
+      expect(anti?.topologyKey).toBe('kubernetes.io/hostname');
+      expect(anti?.labelSelector?.matchLabels).toEqual(d.spec?.selector.matchLabels);
+      for (const c of pod?.containers ?? []) {
+        expect(c.resources?.requests).toBeDefined();
+        expect(c.resources?.limits).toBeUndefined();
+      }
+      const args = containerOf(objects)?.args ?? [];
+      expect(args).toContain(`--cluster-name=${BASE.clusterName}`);
+      expect(args).toContain(
+        `--cloud-config=/etc/kubernetes/cloud-config/${providerFacts(provider).cloudConfigFile}`,
+      );
+      // Leader election: on by default in every CCM, and never turned off here.
+      expect(args).not.toContain('--leader-elect=false');
+      for (const o of objects) {
+        if (o.metadata.namespace !== undefined) expect(o.metadata.namespace).toBe('kube-system');
+      }
+    },
+  );
+
+  it('refuses to render a CCM that cannot start without the cluster’s cloud config', () => {
+    for (const provider of ['azure', 'vsphere', 'openstack', 'ibm'] as const) {
+      expect(() => renderCcmObjects({ ...BASE, provider, kubernetesVersion: VERSIONS[provider] })).toThrow(
+        /needs the cluster's cloud config/,
+      );
+    }
+    expect(() => renderCcmObjects({ ...BASE, provider: 'gcp', kubernetesVersion: 'v1.30.4' })).not.toThrow();
+  });
+
+  it('runs Azure’s cloud-node-manager DaemonSet of the CCM’s minor, the CCM without its cloud-node loop', () => {
+    const objects = renderCcmObjects({
+      ...BASE,
+      provider: 'azure',
+      kubernetesVersion: 'v1.29.4',
+      cloudConfig: '{}',
+    });
+    const ds = objects.find((o) => o.kind === 'DaemonSet') as unknown as V1DaemonSet;
+    expect(ds.metadata?.labels?.['app.kubernetes.io/managed-by']).toBe('ccm-migrate');
+    expect(ds.spec?.template.spec?.containers[0]?.image).toBe(
+      'mcr.microsoft.com/oss/kubernetes/azure-cloud-node-manager:v1.29.15',
+    );
+    expect(containerOf(objects)?.args).toContain('--controllers=*,-cloud-node');
+    // Borrowing 1.36's CCM for 1.37 would be refused; 1.33 has both images under oss/v2.
+    const v133 = renderCcmObjects({
+      ...BASE,
+      provider: 'azure',
+      kubernetesVersion: 'v1.33.0',
+      cloudConfig: '{}',
+    });
+    expect(
+      (v133.find((o) => o.kind === 'DaemonSet') as unknown as V1DaemonSet).spec?.template.spec?.containers[0]
+        ?.image,
+    ).toBe('mcr.microsoft.com/oss/v2/kubernetes/azure-cloud-node-manager:v1.33.12');
+  });
+
+  it('honours image overrides by container name, and refuses one for a container that is not there', () => {
+    const images = {
+      'cloud-controller-manager': 'mirror.corp/azure-ccm:v1.29.15',
+      'cloud-node-manager': 'mirror.corp/azure-cnm:v1.29.15',
+    };
+    const objects = renderCcmObjects({
+      ...BASE,
+      provider: 'azure',
+      kubernetesVersion: 'v1.29.4',
+      cloudConfig: '{}',
+      images,
+    });
+    expect(containerOf(objects)?.image).toBe(images['cloud-controller-manager']);
+    const ds = objects.find((o) => o.kind === 'DaemonSet') as unknown as V1DaemonSet;
+    expect(ds.spec?.template.spec?.containers[0]?.image).toBe(images['cloud-node-manager']);
+    expect(() => renderCcmObjects({ ...BASE, images: { 'cloud-node-manager': 'x/y:z' } })).toThrow(
+      InvalidInputError,
+    );
+    expect(() => renderCcmObjects({ ...BASE, images: { 'cloud-controller-manager': 'has space' } })).toThrow(
+      InvalidInputError,
+    );
+  });
+
+  it('lets the GCP CCM allocate node CIDRs on request (and no other provider’s)', () => {
+    const base = { ...BASE, provider: 'gcp' as const, kubernetesVersion: 'v1.30.4' };
+    expect(containerOf(renderCcmObjects(base))?.args).toContain('--controllers=*,-nodeipam');
+    const args = containerOf(
+      renderCcmObjects({ ...base, allocateNodeCidrs: { clusterCidr: '192.168.0.0/16' } }),
+    )?.args;
+    expect(args).toEqual(
+      expect.arrayContaining([
+        '--allocate-node-cidrs=true',
+        '--cidr-allocator-type=CloudAllocator',
+        '--cluster-cidr=192.168.0.0/16',
+        '--controllers=*',
+      ]),
+    );
+    expect(() => renderCcmObjects({ ...BASE, allocateNodeCidrs: { clusterCidr: '10.0.0.0/8' } })).toThrow(
+      /AWS cloud-controller-manager does not take node IPAM over/,
     );
   });
 });
