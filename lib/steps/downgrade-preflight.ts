@@ -5,7 +5,7 @@
  */
 import { type CloudFlagComponent, cloudFlagProblem } from '../controlplane/cloud-flag-rules.ts';
 import { PreflightFailedError } from '../errors.ts';
-import { providerFacts } from '../providers/catalog.ts';
+import { inTreeTarget } from '../providers/catalog.ts';
 import type { StepContext } from './context.ts';
 import { KAS_MANIFEST, KCM_MANIFEST } from './edits.ts';
 import { examineCluster } from './preflight.ts';
@@ -46,7 +46,8 @@ export async function downgradePreflight(
     );
   }
   const snapshot = SnapshotSchema.parse(source.snapshot);
-  const inTree = providerFacts(snapshot.provider).inTreeName;
+  // IBM never had an in-tree provider: nothing to go back to (a clear refusal before anything changes).
+  const inTree = inTreeTarget(snapshot.provider);
   const exam = await examineCluster(ctx, event.runId, { ...event.options, provider: snapshot.provider });
   const problems = restoreProblems(snapshot, exam.kubernetesVersion);
   if (problems.length > 0) {

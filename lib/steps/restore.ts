@@ -14,7 +14,7 @@ import { AGENT_CONFIGMAP } from '../kube/agent-job.ts';
 import { applyObjects, describeObject } from '../kube/apply.ts';
 import { call, httpStatus } from '../kube/errors.ts';
 import { waitFor } from '../kube/wait.ts';
-import { providerFacts } from '../providers/catalog.ts';
+import { inTreeTarget, providerFacts } from '../providers/catalog.ts';
 import { ccmPods, renderCcm } from './ccm.ts';
 import {
   commandLine,
@@ -43,7 +43,7 @@ function inTreeKubeletFlags(snapshot: Snapshot): Record<string, string> {
       };
     }
   }
-  return { 'cloud-provider': providerFacts(snapshot.provider).inTreeName ?? snapshot.provider };
+  return { 'cloud-provider': inTreeTarget(snapshot.provider) };
 }
 
 export async function restoreKubelet(
