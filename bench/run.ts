@@ -3,12 +3,17 @@
  * Benchmarks print figures; they are not tests and do not fail the build.
  */
 import os from 'node:os';
+import { benchDrift } from './drift.ts';
 import { type BenchRow, renderTable, saveResults } from './report.ts';
 import { benchTwin } from './twin.ts';
 import { benchUpgrade } from './upgrade.ts';
 
 const quick = process.argv.includes('--quick');
-const rows: BenchRow[] = [...(await benchTwin({ quick })), ...(await benchUpgrade({ quick }))];
+const rows: BenchRow[] = [
+  ...(await benchTwin({ quick })),
+  ...(await benchUpgrade({ quick })),
+  ...(await benchDrift()),
+];
 process.stdout.write(
   `ccm-migrate benchmarks (${quick ? 'quick' : 'full'}) on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.version}\n\n`,
 );

@@ -15,7 +15,7 @@ import { type BenchRow, median } from './report.ts';
 const EXAMPLE = new URL('../assets/twins/aws-ha.yaml', import.meta.url);
 
 /** The example AWS spec with its worker group grown to `nodes - 3` and no start-up latencies. */
-async function bigSpec(nodes: number): Promise<TwinSpec> {
+export async function bigSpec(nodes: number): Promise<TwinSpec> {
   const example = await loadTwinSpec(fileURLToPath(EXAMPLE));
   const groups = example.nodeGroups.map((g) => (g.role === 'worker' ? { ...g, count: nodes - 3 } : g));
   return parseTwinSpec({

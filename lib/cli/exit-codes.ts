@@ -23,6 +23,8 @@ export const EXIT = {
   timedOut: 8,
   /** The upgrade failed and was rolled back: the cluster is as it was before the run. */
   rolledBack: 9,
+  /** A drift check found the cluster not as its desired mode says. */
+  drifted: 10,
 } as const;
 
 const BY_ERROR: Readonly<Record<ErrorName, number>> = {

@@ -4,6 +4,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import type { DesiredMode } from '../drift/findings.ts';
 import { CcmMigrateError } from '../errors.ts';
 import { clientsFromKubeconfigFile } from '../kube/clients.ts';
 import type { MigrationKind } from '../local/migration.ts';
@@ -13,6 +14,7 @@ import { defaultStateDir, LocalRunStore } from '../store/local-store.ts';
 import { loadTwinSpec, TwinSpecError } from '../twin/spec.ts';
 import { TwinStartError } from '../twin/twin.ts';
 import { demo } from './demo.ts';
+import { driftCommand } from './drift.ts';
 import { CliError, EXIT, exitCodeForError } from './exit-codes.ts';
 import { migrationCommand } from './migration.ts';
 import { planCommand } from './plan.ts';
@@ -141,6 +143,35 @@ export function buildProgram(): Command {
     'downgrade',
     'Put one cluster back on its in-tree cloud provider, undoing the last upgrade ccm-migrate ran on it (node files restored byte for byte from its backups, the CCM removed). Resumes an unfinished downgrade.',
   );
+
+  clusterCommand(program, 'drift')
+    .description(
+      'Check one cluster against what it should be (external or in-tree): control-plane and kubelet flags, the CCM, stuck nodes, kubeadm-config, leftovers. Read-only (shallow); --deep also reads every kubelet through the node agent.',
+    )
+    .addOption(
+      new Option(
+        '--expect <mode>',
+        'what the cluster should be (default: from its last run in the store)',
+      ).choices(['external', 'in-tree']),
+    )
+    .option('--deep', 'also read every node’s kubelet flags through the node agent (one Job per node)', false)
+    .option('--json', 'print the report as JSON', false)
+    .option('--state-dir <dir>', 'run records (default: $CCM_MIGRATE_STATE_DIR or ~/.ccm-migrate)')
+    .action(
+      async (o: ClusterFlags & { expect?: DesiredMode; deep: boolean; json: boolean; stateDir?: string }) => {
+        const target = clusterTarget(o);
+        await driftCommand({
+          clients: target.clients,
+          clusterId: o.clusterId,
+          store: new LocalRunStore(o.stateDir ?? defaultStateDir()),
+          deep: o.deep,
+          json: o.json,
+          ...(o.expect ? { expect: o.expect } : {}),
+          ...(o.provider ? { provider: o.provider } : {}),
+          ...(o.agentImage ? { agentImage: o.agentImage } : {}),
+        });
+      },
+    );
 
   program
     .command('demo')

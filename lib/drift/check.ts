@@ -1,0 +1,284 @@
+/**
+ * One cluster's drift check: observe (read-only), compare with the desired mode, report. Failing to
+ * observe (unreachable, throttled, refused) is an `unknown` report, never clean or drifted.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import { kubernetesMinor } from '../controlplane/cloud-flag-rules.ts';
+import { parseFlags } from '../controlplane/flags.ts';
+import { clusterConfigurationArgs } from '../controlplane/kubeadm-config.ts';
+import { CcmMigrateError } from '../errors.ts';
+import { type ProviderFacts, providerFacts } from '../providers/catalog.ts';
+import { commandLine, hasUninitializedTaint, isPodReady } from '../steps/cluster.ts';
+import type { ExamineContext } from '../steps/preflight.ts';
+import type { DesiredMode, DriftReport, Finding } from './findings.ts';
+import { type ClusterObservation, observeCluster } from './observe.ts';
+
+export interface DriftOptions {
+  readonly clusterId: string;
+  readonly provider: string;
+  readonly expect: DesiredMode;
+  readonly deep: boolean;
+  /** A node tainted uninitialized (or without providerID) for longer than this is stuck. @default 5 min */
+  readonly stuckAfterMs?: number;
+  readonly now?: () => number;
+}
+
+const STUCK_AFTER_MS = 5 * 60_000;
+
+function componentOf(pod: V1Pod): string {
+  return pod.metadata?.labels?.component ?? '';
+}
+
+function describePod(pod: V1Pod): string {
+  return `Pod ${pod.metadata?.namespace}/${pod.metadata?.name}`;
+}
+
+function flagsText(flags: ReadonlyMap<string, string>): string {
+  const shown = ['cloud-provider', 'cloud-config']
+    .filter((f) => flags.has(f))
+    .map((f) => `--${f}=${flags.get(f)}`);
+  return shown.join(' ') || 'no cloud flags';
+}
+
+function controlPlaneFindings(
+  o: ClusterObservation,
+  expect: DesiredMode,
+  inTree: string | undefined,
+): Finding[] {
+  return o.controlPlanePods.flatMap((pod): Finding[] => {
+    const component = componentOf(pod);
+    if (component !== 'kube-apiserver' && component !== 'kube-controller-manager') return [];
+    const flags = parseFlags(commandLine(pod));
+    const provider = flags.get('cloud-provider');
+    let expected: string;
+    let ok: boolean;
+    if (expect === 'external') {
+      expected =
+        component === 'kube-apiserver'
+          ? 'no --cloud-provider, no --cloud-config'
+          : '--cloud-provider=external, no --cloud-config';
+      ok =
+        !flags.has('cloud-config') &&
+        (component === 'kube-apiserver'
+          ? provider === undefined || provider === 'external'
+          : provider === 'external');
+    } else {
+      expected = `--cloud-provider=${inTree}`;
+      ok = component === 'kube-apiserver' || provider === inTree;
+    }
+    return ok
+      ? []
+      : [
+          {
+            kind: 'control-plane-flags',
+            object: describePod(pod),
+            expected,
+            seen: flagsText(flags),
+            severity: 'critical',
+          },
+        ];
+  });
+}
+
+function ccmFindings(o: ClusterObservation, facts: ProviderFacts, expect: DesiredMode): Finding[] {
+  const object = `Deployment ${facts.namespace}/${facts.deploymentName}`;
+  const d = o.ccmDeployment;
+  const replicas = d?.spec?.replicas ?? (d ? 1 : 0);
+  if (expect === 'in-tree') {
+    return d && replicas > 0
+      ? [
+          {
+            kind: 'ccm-present',
+            object,
+            expected: 'no CCM beside the in-tree controllers',
+            seen: `${replicas} replica(s)`,
+            severity: 'critical',
+          },
+        ]
+      : [];
+  }
+  if (!d)
+    return [
+      { kind: 'ccm-missing', object, expected: 'the CCM deployed', seen: 'not found', severity: 'critical' },
+    ];
+  const ready = o.ccmPods.filter(isPodReady);
+  if (replicas === 0 || ready.length === 0) {
+    return [
+      {
+        kind: 'ccm-not-ready',
+        object,
+        expected: 'at least one Ready CCM pod',
+        seen: `${replicas} replica(s), ${ready.length} Ready`,
+        severity: 'critical',
+      },
+    ];
+  }
+  const findings: Finding[] = [];
+  const holder = o.ccmLease?.spec?.holderIdentity ?? '';
+  if (!ready.some((p) => holder.startsWith(`${p.spec?.nodeName}_`))) {
+    findings.push({
+      kind: 'ccm-not-leading',
+      object: `Lease ${facts.namespace}/${facts.leaseName}`,
+      expected: 'held by a Ready CCM pod',
+      seen: holder ? `held by ${holder}` : 'no holder',
+      severity: 'critical',
+    });
+  }
+  const image = d.spec?.template.spec?.containers.find((c) => c.name === facts.containerName)?.image ?? '';
+  const tag = /:v?1\.(\d+)\./.exec(image);
+  const clusterMinor = kubernetesMinor(o.kubernetesVersion);
+  if (tag && (Number(tag[1]) > clusterMinor || Number(tag[1]) < clusterMinor - 1)) {
+    findings.push({
+      kind: 'ccm-image-skew',
+      object,
+      expected: `a CCM for 1.${clusterMinor} (or 1.${clusterMinor - 1})`,
+      seen: image,
+      severity: 'warning',
+    });
+  }
+  return findings;
+}
+
+function nodeFindings(o: ClusterObservation, now: number, stuckAfterMs: number): Finding[] {
+  return o.nodes.flatMap((node): Finding[] => {
+    const age = now - new Date(node.metadata?.creationTimestamp ?? now).getTime();
+    if (age < stuckAfterMs) return []; // a new node may still be waiting for its cloud controller
+    const object = `Node ${node.metadata?.name}`;
+    if (hasUninitializedTaint(node)) {
+      return [
+        {
+          kind: 'node-stuck-uninitialized',
+          object,
+          expected: 'initialised by a cloud controller',
+          seen: `tainted for ${Math.round(age / 1000)} s`,
+          severity: 'critical',
+        },
+      ];
+    }
+    if (!node.spec?.providerID) {
+      return [
+        {
+          kind: 'node-without-provider-id',
+          object,
+          expected: 'a providerID',
+          seen: 'none',
+          severity: 'critical',
+        },
+      ];
+    }
+    return [];
+  });
+}
+
+function kubeadmFindings(o: ClusterObservation, expect: DesiredMode, inTree: string | undefined): Finding[] {
+  if (o.clusterConfiguration === undefined) return [];
+  const kcm = clusterConfigurationArgs(o.clusterConfiguration, 'controllerManager');
+  const kas = clusterConfigurationArgs(o.clusterConfiguration, 'apiServer');
+  const ok =
+    expect === 'external'
+      ? kcm.get('cloud-provider') === 'external' &&
+        !kcm.has('cloud-config') &&
+        !kas.has('cloud-config') &&
+        (kas.get('cloud-provider') ?? 'external') === 'external'
+      : kcm.get('cloud-provider') === inTree;
+  return ok
+    ? []
+    : [
+        {
+          kind: 'kubeadm-config-flags',
+          object: 'ConfigMap kube-system/kubeadm-config',
+          expected:
+            expect === 'external'
+              ? 'controllerManager --cloud-provider=external, no in-tree flags (or `kubeadm upgrade` puts them back)'
+              : `controllerManager --cloud-provider=${inTree}`,
+          seen: `controllerManager ${flagsText(kcm)}; apiServer ${flagsText(kas)}`,
+          severity: 'warning',
+        },
+      ];
+}
+
+function kubeletFindings(o: ClusterObservation, expect: DesiredMode, inTree: string | undefined): Finding[] {
+  return Object.entries(o.kubeletFiles ?? {}).flatMap(([node, files]): Finding[] => {
+    // Later sources win, as in kubeadm's drop-in: the last one that gives the flag.
+    const sources = files.filter((f) => f.kind === 'kubelet-env');
+    const provider = sources
+      .map((f) => f.flags?.['cloud-provider'])
+      .filter((v) => v !== undefined)
+      .at(-1);
+    const cloudConfig = sources.some((f) => f.flags?.['cloud-config'] !== undefined);
+    const wanted = expect === 'external' ? 'external' : inTree;
+    if (provider === wanted && (expect === 'in-tree' || !cloudConfig)) return [];
+    return [
+      {
+        kind: 'kubelet-flags',
+        object: `Node ${node} kubelet`,
+        expected: `--cloud-provider=${wanted}${expect === 'external' ? ', no --cloud-config' : ''}`,
+        seen: `--cloud-provider=${provider ?? '(none)'}${cloudConfig ? ' with --cloud-config' : ''}`,
+        severity: 'critical',
+      },
+    ];
+  });
+}
+
+function leftoverFindings(o: ClusterObservation, now: number, stuckAfterMs: number): Finding[] {
+  return o.agentJobs
+    .filter((j) => now - new Date(j.metadata?.creationTimestamp ?? now).getTime() > stuckAfterMs)
+    .map((j) => ({
+      kind: 'leftover-agent-job' as const,
+      object: `Job ${j.metadata?.namespace}/${j.metadata?.name}`,
+      expected: 'agent Jobs deleted once read',
+      seen: `created ${j.metadata?.creationTimestamp}`,
+      severity: 'info' as const,
+    }));
+}
+
+/** Every way the observed cluster differs from the desired mode. Pure. */
+export function findDrift(
+  o: ClusterObservation,
+  facts: ProviderFacts,
+  expect: DesiredMode,
+  now: number,
+  stuckAfterMs = STUCK_AFTER_MS,
+): Finding[] {
+  return [
+    ...controlPlaneFindings(o, expect, facts.inTreeName),
+    ...kubeletFindings(o, expect, facts.inTreeName),
+    ...ccmFindings(o, facts, expect),
+    ...nodeFindings(o, now, stuckAfterMs),
+    ...kubeadmFindings(o, expect, facts.inTreeName),
+    ...leftoverFindings(o, now, stuckAfterMs),
+  ];
+}
+
+export async function checkDrift(ctx: ExamineContext, opts: DriftOptions): Promise<DriftReport> {
+  const now = opts.now ?? Date.now;
+  const before = ctx.clients.requests();
+  const base = {
+    clusterId: opts.clusterId,
+    expect: opts.expect,
+    depth: opts.deep ? ('deep' as const) : ('shallow' as const),
+  };
+  try {
+    const facts = providerFacts(opts.provider);
+    const runId = `drift-${now().toString(36)}`;
+    const observation = await observeCluster(ctx, facts, { deep: opts.deep, runId });
+    const findings = findDrift(observation, facts, opts.expect, now(), opts.stuckAfterMs);
+    return {
+      ...base,
+      status: findings.length > 0 ? 'drifted' : 'clean',
+      findings,
+      checkedAt: new Date(now()).toISOString(),
+      apiRequests: ctx.clients.requests() - before,
+    };
+  } catch (err) {
+    if (!(err instanceof CcmMigrateError)) throw err;
+    return {
+      ...base,
+      status: 'unknown',
+      findings: [],
+      checkedAt: new Date(now()).toISOString(),
+      apiRequests: ctx.clients.requests() - before,
+      error: `${err.name}: ${err.message}`,
+    };
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * Observing a cluster for drift, read-only. Shallow: a fixed handful of list/get calls whatever the node
+ * count (nodes in pages of 500, control-plane mirror pods and CCM pods by label, the CCM Deployment, its
+ * Lease, kubeadm-config, agent Jobs). Deep: also every node's kubelet flag sources through the node agent
+ * (an inspect Job per node, batched: that creates and deletes Jobs, the only writes a drift check makes).
+ */
+import type { V1Deployment, V1Job, V1Lease, V1Node, V1Pod } from '@kubernetes/client-node';
+import pLimit from 'p-limit';
+import type { FileReport } from '../agent/protocol.ts';
+import { AGENT_NAME } from '../agent/protocol.ts';
+import { call, httpStatus } from '../kube/errors.ts';
+import type { ProviderFacts } from '../providers/catalog.ts';
+import { CCM_LABEL_SELECTOR } from '../providers/render.ts';
+import { listNodes } from '../steps/cluster.ts';
+import { readClusterConfiguration } from '../steps/kubeadm-config.ts';
+import type { ExamineContext } from '../steps/preflight.ts';
+
+export interface ClusterObservation {
+  readonly kubernetesVersion: string;
+  readonly nodes: readonly V1Node[];
+  /** kube-apiserver and kube-controller-manager mirror pods (kubeadm labels them tier=control-plane). */
+  readonly controlPlanePods: readonly V1Pod[];
+  readonly ccmDeployment?: V1Deployment;
+  readonly ccmPods: readonly V1Pod[];
+  readonly ccmLease?: V1Lease;
+  readonly clusterConfiguration?: string;
+  readonly agentJobs: readonly V1Job[];
+  /** Deep only: each node's kubelet flag sources as the agent reads them. */
+  readonly kubeletFiles?: Readonly<Record<string, readonly FileReport[]>>;
+}
+
+async function orUndefined<T>(request: Promise<T>): Promise<T | undefined> {
+  try {
+    return await request;
+  } catch (err) {
+    if (httpStatus(err) === 404) return undefined;
+    throw err;
+  }
+}
+
+/** Agent Jobs at once in a deep check. */
+const DEEP_CONCURRENCY = 10;
+
+export async function observeCluster(
+  ctx: ExamineContext,
+  facts: ProviderFacts,
+  opts: { deep: boolean; runId: string },
+): Promise<ClusterObservation> {
+  const { core, apps, batch, coordination, version } = ctx.clients;
+  const ns = facts.namespace;
+  const [info, nodes, controlPlane, ccmPods, ccmDeployment, ccmLease, clusterConfiguration, jobs] =
+    await Promise.all([
+      call('read the version', () => version.getCode()),
+      listNodes(ctx),
+      call('list control-plane pods', () =>
+        core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane' }),
+      ),
+      call('list CCM pods', () =>
+        core.listNamespacedPod({ namespace: ns, labelSelector: CCM_LABEL_SELECTOR }),
+      ),
+      orUndefined(
+        call('read the CCM', () =>
+          apps.readNamespacedDeployment({ name: facts.deploymentName, namespace: ns }),
+        ),
+      ),
+      orUndefined(
+        call('read the CCM lease', () =>
+          coordination.readNamespacedLease({ name: facts.leaseName, namespace: ns }),
+        ),
+      ),
+      readClusterConfiguration(ctx),
+      call('list agent Jobs', () =>
+        batch.listJobForAllNamespaces({ labelSelector: `app.kubernetes.io/name=${AGENT_NAME}` }),
+      ),
+    ]);
+  let kubeletFiles: Record<string, FileReport[]> | undefined;
+  if (opts.deep) {
+    const limit = pLimit(DEEP_CONCURRENCY);
+    kubeletFiles = {};
+    const out = kubeletFiles;
+    await Promise.all(
+      nodes.map((node) =>
+        limit(async () => {
+          const name = node.metadata?.name ?? '';
+          out[name] = (await ctx.agent(name, { op: 'inspect', runId: opts.runId, paths: [] })).files;
+        }),
+      ),
+    );
+  }
+  return {
+    kubernetesVersion: info.gitVersion,
+    nodes,
+    controlPlanePods: controlPlane.items,
+    ...(ccmDeployment ? { ccmDeployment } : {}),
+    ccmPods: ccmPods.items,
+    ...(ccmLease ? { ccmLease } : {}),
+    ...(clusterConfiguration !== undefined ? { clusterConfiguration } : {}),
+    agentJobs: jobs.items,
+    ...(kubeletFiles ? { kubeletFiles } : {}),
+  };
+}
