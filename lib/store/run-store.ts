@@ -4,6 +4,7 @@
  * the same rules (resume, lock, first snapshot wins, finished runs no longer change) and differs only in
  * how it writes.
  */
+import { isDeepStrictEqual } from 'node:util';
 import * as z from 'zod';
 import { ClusterLockedError, InvalidInputError } from '../errors.ts';
 import {
@@ -56,12 +57,11 @@ export interface RunStore {
   list(clusterId: string): Promise<RunRecord[]>;
 }
 
-/** What a store knows of the run holding a cluster. */
-export interface RunHolder {
-  readonly runId: string;
-  readonly kind: RunKind;
-  readonly startedAt: string;
-}
+/** What a store knows of the run holding a cluster (what its lock says). */
+export const RunHolderSchema = BeginRunSchema.pick({ runId: true, kind: true }).extend({
+  startedAt: z.iso.datetime(),
+});
+export type RunHolder = Readonly<z.infer<typeof RunHolderSchema>>;
 
 export function newRun(holder: RunHolder & { readonly clusterId: string }): RunRecord {
   return {
@@ -113,6 +113,10 @@ export function updated(record: RunRecord, change: (r: RunRecord) => RunRecord, 
   const touched = FIXED_FIELDS.filter((f) => next[f] !== record[f]);
   if (touched.length > 0) {
     throw new InvalidInputError(`update of run ${record.runId} may not change ${touched.join(', ')}`);
+  }
+  // The way back is written once (setSnapshotOnce): a store may keep it apart from the record.
+  if (record.snapshot !== undefined && !isDeepStrictEqual(next.snapshot, record.snapshot)) {
+    throw new InvalidInputError(`update of run ${record.runId} may not change its snapshot, written once`);
   }
   return { ...next, updatedAt: now };
 }
