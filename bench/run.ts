@@ -3,6 +3,7 @@
  * Benchmarks print figures; they are not tests and do not fail the build.
  */
 import os from 'node:os';
+import { benchBundles } from './bundles.ts';
 import { benchDrift } from './drift.ts';
 import { type BenchRow, renderTable, saveResults } from './report.ts';
 import { benchTwin } from './twin.ts';
@@ -13,6 +14,7 @@ const rows: BenchRow[] = [
   ...(await benchTwin({ quick })),
   ...(await benchUpgrade({ quick })),
   ...(await benchDrift()),
+  ...(await benchBundles({ quick })),
 ];
 process.stdout.write(
   `ccm-migrate benchmarks (${quick ? 'quick' : 'full'}) on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.version}\n\n`,

@@ -1,0 +1,70 @@
+/**
+ * How every function is bundled: one description that the stack gives NodejsFunction and the bundle
+ * benchmark gives esbuild directly, so the benchmark measures what is deployed.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { aws_lambda_nodejs as nodejs } from 'aws-cdk-lib';
+import { ESM_REQUIRE_BANNER, PREBUILT_AGENT_FILE } from '../lib/agent/bundle.ts';
+import { STEP_IDS, type StepId } from '../state-machines/steps.ts';
+
+export const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** Functions besides the steps: the MigrationRequested starter and the run-ended handler. */
+export const EVENT_FUNCTIONS = ['starter', 'run-ended'] as const;
+export type FunctionId = StepId | (typeof EVENT_FUNCTIONS)[number];
+export const FUNCTION_IDS: readonly FunctionId[] = [...STEP_IDS, ...EVENT_FUNCTIONS];
+
+/** The steps that only record in the run store: no cluster access, no VPC, no Kubernetes client. */
+export const STORE_ONLY_STEPS: readonly StepId[] = ['finalize', 'record-failure', 'record-rollback'];
+
+/** Whether a function talks to Kubernetes (and so runs the node agent and needs the cluster's secret). */
+export function talksToCluster(id: FunctionId): boolean {
+  return (STEP_IDS as readonly string[]).includes(id) && !STORE_ONLY_STEPS.includes(id as StepId);
+}
+
+export function entryOf(id: FunctionId): string {
+  return path.join(PROJECT_ROOT, 'functions', `${id}.ts`);
+}
+
+/**
+ * The AWS SDK v3 is in the Node 22 runtime; esbuild is imported only to build the agent when no prebuilt
+ * bundle is shipped, which never happens in Lambda.
+ */
+export const EXTERNAL_MODULES = ['@aws-sdk/*', 'esbuild'];
+
+export const ESBUILD_SETTINGS = {
+  minify: true,
+  sourcemap: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node22',
+  mainFields: ['module', 'main'],
+  banner: ESM_REQUIRE_BANNER,
+  external: EXTERNAL_MODULES,
+} as const;
+
+export function bundlingFor(id: FunctionId): nodejs.BundlingOptions {
+  return {
+    forceDockerBundling: false,
+    minify: ESBUILD_SETTINGS.minify,
+    sourceMap: ESBUILD_SETTINGS.sourcemap,
+    format: nodejs.OutputFormat.ESM,
+    target: ESBUILD_SETTINGS.target,
+    mainFields: [...ESBUILD_SETTINGS.mainFields],
+    banner: ESBUILD_SETTINGS.banner,
+    externalModules: [...ESBUILD_SETTINGS.external],
+    ...(talksToCluster(id)
+      ? {
+          commandHooks: {
+            beforeBundling: () => [],
+            beforeInstall: () => [],
+            // The node that runs the synth builds the agent: no esbuild CLI on PATH needed.
+            afterBundling: (inputDir: string, outputDir: string) => [
+              `"${process.execPath}" "${path.join(inputDir, 'cdk/build-agent.ts')}" "${path.join(outputDir, PREBUILT_AGENT_FILE)}"`,
+            ],
+          },
+        }
+      : {}),
+  };
+}

@@ -1,0 +1,280 @@
+/**
+ * The deployable ccm-migrate: one construct a platform team drops into its own CDK app (or deploys through
+ * cdk/app.ts). It holds the upgrade and downgrade state machines (state-machines/, one Lambda per step), the
+ * run table, the event bus with the rule that starts runs, the rule that sees runs end, and a topic for
+ * notifications. Each function's role grants exactly the calls it makes.
+ */
+import {
+  ArnFormat,
+  Duration,
+  aws_dynamodb as dynamodb,
+  type aws_ec2 as ec2,
+  aws_events as events,
+  aws_iam as iam,
+  aws_kms as kms,
+  aws_lambda as lambda,
+  aws_logs as logs,
+  aws_lambda_nodejs as nodejs,
+  RemovalPolicy,
+  Stack,
+  aws_stepfunctions as sfn,
+  aws_sns as sns,
+  Token,
+  aws_events_targets as targets,
+  Validations,
+} from 'aws-cdk-lib';
+import { Construct } from 'constructs';
+import { DEFAULT_KUBECONFIG_SECRET_PREFIX, ENV } from '../lib/aws/env.ts';
+import { executionEndedPattern, MIGRATION_REQUESTED_PATTERN, NOTIFY_PATTERN } from '../lib/events.ts';
+import { RUN_TABLE } from '../lib/store/table.ts';
+import { DOWNGRADE_TIMEOUT, downgradeDefinition } from '../state-machines/downgrade.ts';
+import { lambdaStepTasks, STEP_IDS, type StepId } from '../state-machines/steps.ts';
+import { UPGRADE_TIMEOUT, upgradeDefinition } from '../state-machines/upgrade.ts';
+import { bundlingFor, entryOf, type FunctionId, PROJECT_ROOT, talksToCluster } from './bundling.ts';
+
+export interface MigrationOrchestratorProps {
+  /** The VPC whose subnets reach the clusters' API endpoints; without it the functions run outside any VPC. */
+  readonly vpc?: ec2.IVpc;
+  /** @default the VPC's private subnets */
+  readonly vpcSubnets?: ec2.SubnetSelection;
+  /** Security groups that may reach the clusters' API endpoints (and Secrets Manager and DynamoDB). */
+  readonly securityGroups?: ec2.ISecurityGroup[];
+  /** The key of the kubeconfig secrets, the table and the topic; @default a key created here, rotated yearly. */
+  readonly kmsKey?: kms.IKey;
+  /** @default a name CloudFormation generates */
+  readonly tableName?: string;
+  /** Kubeconfig secrets are named `<prefix><clusterId>`; @default `ccm-migrate/clusters/` */
+  readonly kubeconfigSecretPrefix?: string;
+  /** The node agent's image (any Node 22 image); @default lib/kube/agent-job.ts DEFAULT_AGENT_IMAGE */
+  readonly agentImage?: string;
+  /** @default one year */
+  readonly logRetention?: logs.RetentionDays;
+}
+
+/** An ARN of this stack as cdk-nag prints it in a finding (unresolved region and account as `<AWS::…>`). */
+function nagArn(stack: Stack, service: string, resource: string): string {
+  const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
+  const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
+  return `arn:<AWS::Partition>:${service}:${region}:${account}:${resource}`;
+}
+
+const XRAY_REASON = 'X-Ray trace segments and telemetry take no resource: AWS requires "*" for them.';
+
+/** Where a function's own reasons for a cdk-nag acknowledgement live: next to the grant they explain. */
+function acknowledge(scope: Construct, id: string, reason: string): void {
+  Validations.of(scope).acknowledge({ id, reason });
+}
+
+export class MigrationOrchestrator extends Construct {
+  readonly table: dynamodb.Table;
+  readonly bus: events.EventBus;
+  readonly topic: sns.Topic;
+  readonly key: kms.IKey;
+  readonly upgrade: sfn.StateMachine;
+  readonly downgrade: sfn.StateMachine;
+  readonly functions: ReadonlyMap<FunctionId, nodejs.NodejsFunction>;
+
+  constructor(scope: Construct, id: string, props: MigrationOrchestratorProps = {}) {
+    super(scope, id);
+    const stack = Stack.of(this);
+    const retention = props.logRetention ?? logs.RetentionDays.ONE_YEAR;
+    const secretPrefix = props.kubeconfigSecretPrefix ?? DEFAULT_KUBECONFIG_SECRET_PREFIX;
+
+    this.key =
+      props.kmsKey ??
+      new kms.Key(this, 'Key', {
+        description: 'ccm-migrate: kubeconfig secrets, run table, notifications',
+        enableKeyRotation: true,
+        removalPolicy: RemovalPolicy.RETAIN,
+      });
+
+    this.table = new dynamodb.Table(this, 'Runs', {
+      partitionKey: { name: RUN_TABLE.partitionKey.name, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: RUN_TABLE.sortKey.name, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED,
+      encryptionKey: this.key,
+      removalPolicy: RemovalPolicy.RETAIN,
+      ...(props.tableName ? { tableName: props.tableName } : {}),
+    });
+
+    this.bus = new events.EventBus(this, 'Bus', { eventBusName: `${stack.stackName}-ccm-migrate` });
+    this.topic = new sns.Topic(this, 'Notifications', { masterKey: this.key, enforceSSL: true });
+
+    const secretsArn = stack.formatArn({
+      service: 'secretsmanager',
+      resource: 'secret',
+      resourceName: `${secretPrefix}*`,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+
+    const functions = new Map<FunctionId, nodejs.NodejsFunction>();
+    const fn = (fid: FunctionId, environment: Record<string, string>): nodejs.NodejsFunction => {
+      const cluster = talksToCluster(fid);
+      const f = new nodejs.NodejsFunction(this, `Fn-${fid}`, {
+        entry: entryOf(fid),
+        handler: 'handler',
+        projectRoot: PROJECT_ROOT,
+        depsLockFilePath: `${PROJECT_ROOT}/package-lock.json`,
+        runtime: lambda.Runtime.NODEJS_22_X,
+        architecture: lambda.Architecture.ARM_64,
+        // A step waits ≤ 60 s for the cluster, and an agent Job ≤ 60 s more inside one invocation.
+        timeout: cluster ? Duration.minutes(3) : Duration.seconds(30),
+        memorySize: cluster ? 512 : 256,
+        tracing: lambda.Tracing.ACTIVE,
+        bundling: bundlingFor(fid),
+        environment: { ...environment, [ENV.tableName]: this.table.tableName },
+        logGroup: new logs.LogGroup(this, `Logs-${fid}`, { retention, removalPolicy: RemovalPolicy.DESTROY }),
+        ...(cluster && props.vpc
+          ? {
+              vpc: props.vpc,
+              ...(props.vpcSubnets ? { vpcSubnets: props.vpcSubnets } : {}),
+              ...(props.securityGroups ? { securityGroups: props.securityGroups } : {}),
+            }
+          : {}),
+      });
+      this.table.grantReadWriteData(f);
+      functions.set(fid, f);
+      return f;
+    };
+
+    for (const step of STEP_IDS) {
+      const f = fn(step, {
+        [ENV.kubeconfigSecretPrefix]: secretPrefix,
+        ...(props.agentImage ? { [ENV.agentImage]: props.agentImage } : {}),
+      });
+      if (talksToCluster(step)) {
+        f.addToRolePolicy(
+          new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secretsArn] }),
+        );
+        // Secrets Manager decrypts with the caller's permission on the key, and only through itself.
+        f.addToRolePolicy(
+          new iam.PolicyStatement({
+            actions: ['kms:Decrypt'],
+            resources: [this.key.keyArn],
+            conditions: {
+              StringEquals: { 'kms:ViaService': `secretsmanager.${stack.region}.amazonaws.com` },
+            },
+          }),
+        );
+        acknowledge(
+          f,
+          `AwsSolutions-IAM5[Resource::${nagArn(stack, 'secretsmanager', `secret:${secretPrefix}*`)}]`,
+          'Every registered cluster has its own kubeconfig secret under this prefix, added after deployment; ' +
+            'the grant is read-only and limited to the prefix.',
+        );
+      }
+    }
+
+    const stepTask = lambdaStepTasks((step: StepId) => functions.get(step) as lambda.IFunction);
+    const machineLogs = (name: string) =>
+      new logs.LogGroup(this, `${name}Logs`, {
+        logGroupName: `/aws/vendedlogs/states/${stack.stackName}-${name}`,
+        retention,
+        removalPolicy: RemovalPolicy.DESTROY,
+      });
+    const machine = (name: string, definitionBody: sfn.DefinitionBody, timeout: Duration) =>
+      new sfn.StateMachine(this, name, {
+        definitionBody,
+        stateMachineType: sfn.StateMachineType.STANDARD,
+        timeout,
+        tracingEnabled: true,
+        // ERROR without execution data: a run's history is in Step Functions already, and the logs keep no payload.
+        logs: { destination: machineLogs(name), level: sfn.LogLevel.ERROR, includeExecutionData: false },
+      });
+    // Each definition in its own scope: both use the same state names ("Check the cluster", …).
+    this.upgrade = machine(
+      'Upgrade',
+      upgradeDefinition(new Construct(this, 'UpgradeStates'), stepTask),
+      UPGRADE_TIMEOUT,
+    );
+    this.downgrade = machine(
+      'Downgrade',
+      downgradeDefinition(new Construct(this, 'DowngradeStates'), stepTask),
+      DOWNGRADE_TIMEOUT,
+    );
+    for (const m of [this.upgrade, this.downgrade]) {
+      acknowledge(
+        m,
+        'AwsSolutions-SF1',
+        'Logging ALL would copy every state payload into the logs; ERROR is enough next to the execution history.',
+      );
+      acknowledge(
+        m,
+        'AwsSolutions-IAM5[Resource::*]',
+        `${XRAY_REASON} So do the CloudWatch Logs delivery actions a state machine needs to log (vended logs).`,
+      );
+      // The invoke grant covers each step function's versions and aliases.
+      for (const f of functions.values()) {
+        const arn = stack.getLogicalId(f.node.defaultChild as lambda.CfnFunction);
+        acknowledge(
+          m,
+          `AwsSolutions-IAM5[Resource::<${arn}.Arn>:*]`,
+          'Step Functions invokes the step functions by ARN, and the grant also covers their versions and aliases.',
+        );
+      }
+    }
+
+    const machineEnv = {
+      [ENV.upgradeStateMachineArn]: this.upgrade.stateMachineArn,
+      [ENV.downgradeStateMachineArn]: this.downgrade.stateMachineArn,
+      [ENV.eventBusName]: this.bus.eventBusName,
+    };
+    const starter = fn('starter', machineEnv);
+    this.upgrade.grantStartExecution(starter);
+    this.downgrade.grantStartExecution(starter);
+    this.bus.grantPutEventsTo(starter);
+    const runEnded = fn('run-ended', machineEnv);
+    this.bus.grantPutEventsTo(runEnded);
+    this.functions = functions;
+
+    for (const f of functions.values()) {
+      acknowledge(
+        f,
+        'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+        'The AWS managed basic execution role only lets the function write its own logs.',
+      );
+      acknowledge(
+        f,
+        'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]',
+        "The AWS managed VPC access role only manages the function's network interfaces in the given VPC.",
+      );
+      acknowledge(f, 'AwsSolutions-IAM5[Resource::*]', XRAY_REASON);
+      for (const action of ['kms:ReEncrypt*', 'kms:GenerateDataKey*']) {
+        acknowledge(
+          f,
+          `AwsSolutions-IAM5[Action::${action}]`,
+          'The table is encrypted with the key: DynamoDB needs these key actions for the item reads and writes ' +
+            'of this function, on this key only.',
+        );
+      }
+      acknowledge(
+        f,
+        'AwsSolutions-L1',
+        'The functions run on Node.js 22, the version the project and its node agent are built and tested on.',
+      );
+    }
+
+    new events.Rule(this, 'OnMigrationRequested', {
+      eventBus: this.bus,
+      description: 'MigrationRequested → the starter, which names the execution after the request',
+      eventPattern: MIGRATION_REQUESTED_PATTERN,
+      targets: [new targets.LambdaFunction(starter, { retryAttempts: 8, maxEventAge: Duration.hours(1) })],
+    });
+    // Step Functions reports its executions' status changes on the account's default bus.
+    new events.Rule(this, 'OnRunEnded', {
+      description: 'An upgrade or downgrade ended: release its cluster when no Catch ran, and announce it',
+      eventPattern: executionEndedPattern([this.upgrade.stateMachineArn, this.downgrade.stateMachineArn]),
+      targets: [new targets.LambdaFunction(runEnded, { retryAttempts: 8, maxEventAge: Duration.hours(6) })],
+    });
+    new events.Rule(this, 'Notify', {
+      eventBus: this.bus,
+      description: 'Failed and rolled-back runs and drift, to the notification topic',
+      eventPattern: NOTIFY_PATTERN,
+      targets: [new targets.SnsTopic(this.topic)],
+    });
+    // EventBridge publishes to the encrypted topic with the key: it needs to use the key for that.
+    this.key.grant(new iam.ServicePrincipal('events.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
+  }
+}

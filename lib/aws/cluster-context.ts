@@ -1,0 +1,41 @@
+/**
+ * The context of a step that works on the cluster, in Lambda: clients from the cluster's kubeconfig secret,
+ * the node agent as Jobs through them (its bundle shipped prebuilt next to the function's code), the run
+ * store, and the wait bounds the retry policies assume (state-machines/retry-policies.ts).
+ */
+import { runAgentJob } from '../kube/agent-job.ts';
+import type { StepContext } from '../steps/context.ts';
+import { clusterClients, secretsClient } from './cluster-access.ts';
+import { DEFAULT_KUBECONFIG_SECRET_PREFIX, ENV } from './env.ts';
+import { jsonLogger } from './logger.ts';
+import { type AwsDeps, depsStore, progressTo } from './store-context.ts';
+
+/** A step waits at most this long inside one invocation, then answers NotReadyYet. */
+export const LAMBDA_WAIT_MS = 60_000;
+/** Looks at the cluster once a second while waiting: a run of hundreds of nodes stays gentle on the API. */
+export const LAMBDA_POLL_MS = 1000;
+
+export async function clusterContext(clusterId: string, deps: AwsDeps = {}): Promise<StepContext> {
+  const env = deps.env ?? process.env;
+  const logger = deps.logger ?? jsonLogger();
+  const clients = await clusterClients(clusterId, {
+    secrets: secretsClient(),
+    prefix: env[ENV.kubeconfigSecretPrefix] || DEFAULT_KUBECONFIG_SECRET_PREFIX,
+  });
+  const image = env[ENV.agentImage];
+  return {
+    clients,
+    store: depsStore(deps),
+    agent: (node, request) =>
+      runAgentJob(clients, {
+        node,
+        request,
+        timeoutMs: LAMBDA_WAIT_MS,
+        pollMs: LAMBDA_POLL_MS,
+        ...(image ? { image } : {}),
+      }),
+    progress: progressTo(logger),
+    waitMs: LAMBDA_WAIT_MS,
+    pollMs: LAMBDA_POLL_MS,
+  };
+}

@@ -1,0 +1,27 @@
+/**
+ * The one shell every Lambda function of ccm-migrate has: middy around a plain async function, a log line
+ * per invocation with ids only, and errors passed on as they are. Step Functions' Retry and Catch match
+ * the error's `name` (lib/errors.ts sets it explicitly, so minification keeps it); the Node runtime reports
+ * `name` as the error type, so nothing here may wrap or replace an error.
+ */
+import middy from '@middy/core';
+import { idsOf, jsonLogger, type Logger } from './logger.ts';
+
+export type Work = (event: unknown) => Promise<unknown>;
+
+export function lambdaHandler(step: string, work: Work, logger: Logger = jsonLogger()) {
+  return middy().handler(async (event: unknown) => {
+    const started = Date.now();
+    const ids = { step, ...idsOf(event) };
+    try {
+      const result = await work(event);
+      logger.info('done', { ...ids, durationMs: Date.now() - started });
+      return result;
+    } catch (err) {
+      const errorName = (err as { name?: string }).name ?? 'Error';
+      // The message is not logged: Step Functions records it as the Cause, and it is ours to keep clean.
+      logger.error('failed', { ...ids, errorName, durationMs: Date.now() - started });
+      throw err;
+    }
+  });
+}

@@ -1,0 +1,86 @@
+/**
+ * MigrationRequested → StartExecution. EventBridge delivers at least once and callers repeat themselves, so
+ * the run id and the execution name are functions of (cluster, request): the same request again finds its
+ * execution (ExecutionAlreadyExists) and starts nothing new. The execution's input holds ids and options only.
+ */
+import { createHash } from 'node:crypto';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
+import { MigrationRequested, type MigrationRequestedDetail } from '../events.ts';
+import { type UpgradeInput, UpgradeInputSchema } from '../steps/schemas.ts';
+import { parseInput } from '../store/run-record.ts';
+import { ENV, envVar } from './env.ts';
+import { publish } from './publish.ts';
+
+/** `up-<16 hex>` / `down-<16 hex>`: a valid run id (a DNS label), one per (cluster, request). */
+export function runIdFor(detail: Pick<MigrationRequestedDetail, 'clusterId' | 'kind' | 'requestId'>): string {
+  const hash = createHash('sha256').update(`${detail.clusterId}/${detail.requestId}`).digest('hex');
+  return `${detail.kind === 'upgrade' ? 'up' : 'down'}-${hash.slice(0, 16)}`;
+}
+
+/** The run id first (unique), then as much of the cluster id as fits Step Functions' 80 characters. */
+export function executionNameFor(clusterId: string, runId: string): string {
+  return `${runId}-${clusterId}`.slice(0, 80).replace(/-+$/, '');
+}
+
+export interface StarterDeps {
+  readonly sfn?: SFNClient;
+  readonly events?: EventBridgeClient;
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+export interface StartOutcome {
+  readonly executionArn: string;
+  readonly runId: string;
+  /** false: this request had started its execution already. */
+  readonly started: boolean;
+}
+
+let clients: { sfn: SFNClient; events: EventBridgeClient } | undefined;
+
+export async function startRequestedRun(event: unknown, deps: StarterDeps = {}): Promise<StartOutcome> {
+  clients ??= { sfn: new SFNClient({}), events: new EventBridgeClient({}) };
+  const sfn = deps.sfn ?? clients.sfn;
+  const events = deps.events ?? clients.events;
+  const env = deps.env ?? process.env;
+  const { detail } = parseInput(MigrationRequested, event, 'MigrationRequested event');
+  const stateMachineArn = envVar(
+    detail.kind === 'upgrade' ? ENV.upgradeStateMachineArn : ENV.downgradeStateMachineArn,
+    env,
+  );
+  const runId = runIdFor(detail);
+  const name = executionNameFor(detail.clusterId, runId);
+  const input: UpgradeInput = UpgradeInputSchema.parse({
+    clusterId: detail.clusterId,
+    runId,
+    maxUnavailable: detail.maxUnavailable,
+    options: detail.options,
+  });
+  let executionArn: string;
+  try {
+    const answer = await sfn.send(
+      new StartExecutionCommand({ stateMachineArn, name, input: JSON.stringify(input) }),
+    );
+    executionArn = answer.executionArn ?? executionArnOf(stateMachineArn, name);
+  } catch (err) {
+    if ((err as { name?: string }).name !== 'ExecutionAlreadyExists') throw err;
+    return { executionArn: executionArnOf(stateMachineArn, name), runId, started: false };
+  }
+  await publish(events, envVar(ENV.eventBusName, env), {
+    source: 'ccm-migrate',
+    'detail-type': 'MigrationStarted',
+    detail: {
+      clusterId: detail.clusterId,
+      runId,
+      kind: detail.kind,
+      requestId: detail.requestId,
+      executionArn,
+    },
+  });
+  return { executionArn, runId, started: true };
+}
+
+/** arn:…:stateMachine:M → arn:…:execution:M:name */
+function executionArnOf(stateMachineArn: string, name: string): string {
+  return `${stateMachineArn.replace(':stateMachine:', ':execution:')}:${name}`;
+}

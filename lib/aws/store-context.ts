@@ -1,0 +1,42 @@
+/**
+ * The context of the functions that only record (finalize, record-failure, record-rollback, run-ended):
+ * the run store and progress, and no cluster access, so that their bundles leave @kubernetes/client-node out.
+ */
+import { InvalidInputError } from '../errors.ts';
+import type { KubeClients } from '../kube/clients.ts';
+import type { StepContext } from '../steps/context.ts';
+import type { RunStore } from '../store/run-store.ts';
+import { jsonLogger, type Logger } from './logger.ts';
+import { storeFromEnv } from './store.ts';
+
+/** What tests (and another deployment) may swap: where runs are stored, and where logs go. */
+export interface AwsDeps {
+  readonly store?: () => RunStore;
+  readonly env?: NodeJS.ProcessEnv;
+  readonly logger?: Logger;
+}
+
+export function depsStore(deps: AwsDeps): RunStore {
+  return deps.store ? deps.store() : storeFromEnv(deps.env);
+}
+
+export function progressTo(logger: Logger): StepContext['progress'] {
+  return (p) => logger.info(p.message, { step: p.step, ...(p.node ? { node: p.node } : {}) });
+}
+
+/** Cluster access that refuses loudly: a recording step that reached for the cluster is a wiring bug. */
+function noCluster(step: string): never {
+  throw new InvalidInputError(`step ${step} runs without cluster access`);
+}
+
+export function storeOnlyContext(step: string, store: RunStore, logger: Logger = jsonLogger()): StepContext {
+  const clients = new Proxy({} as KubeClients, { get: () => noCluster(step) });
+  return {
+    clients,
+    store,
+    agent: () => noCluster(step),
+    progress: progressTo(logger),
+    waitMs: 0,
+    pollMs: 0,
+  };
+}

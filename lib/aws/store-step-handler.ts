@@ -1,0 +1,26 @@
+/**
+ * A step function that only records in the run store (finalize, record-failure, record-rollback): its step
+ * is imported directly, not through lib/steps/index.ts, so that its bundle holds no Kubernetes client.
+ */
+import type * as z from 'zod';
+import type { StepId } from '../../state-machines/steps.ts';
+import type { StepContext } from '../steps/context.ts';
+import { parseInput } from '../store/run-record.ts';
+import { lambdaHandler } from './handler.ts';
+import { jsonLogger } from './logger.ts';
+import { type AwsDeps, depsStore, storeOnlyContext } from './store-context.ts';
+
+export function storeStepHandler<S extends z.ZodType>(
+  id: StepId,
+  schema: S,
+  run: (event: z.infer<S>, ctx: StepContext) => Promise<unknown>,
+  deps: AwsDeps = {},
+) {
+  const logger = deps.logger ?? jsonLogger();
+  return lambdaHandler(
+    id,
+    async (event) =>
+      run(parseInput(schema, event, `event of step ${id}`), storeOnlyContext(id, depsStore(deps), logger)),
+    logger,
+  );
+}
