@@ -8,7 +8,7 @@
  */
 import { Duration, aws_stepfunctions as sfn } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import { IDS, restoreSequence } from './shared.ts';
+import { failureEnding, IDS, restoreSequence } from './shared.ts';
 import type { StepTaskFactory } from './steps.ts';
 
 export const DOWNGRADE_STATES = {
@@ -29,20 +29,11 @@ export const DOWNGRADE_STATES = {
 
 export function downgradeDefinition(scope: Construct, stepTask: StepTaskFactory): sfn.DefinitionBody {
   const S = DOWNGRADE_STATES;
-  const recordFailure = stepTask(scope, {
-    stateName: S.recordFailure,
-    step: 'record-failure',
-    payload: sfn.TaskInput.fromObject({ ...IDS, 'error.$': '$.error' }),
-    resultPath: sfn.JsonPath.DISCARD,
-  }).next(
-    new sfn.Fail(scope, S.failed, {
-      stateName: S.failed,
-      causePath: '$.error.Cause',
-      errorPath: '$.error.Error',
-    }),
-  );
-  const catchAll = <T extends sfn.TaskStateBase | sfn.Map>(state: T): T =>
-    state.addCatch(recordFailure, { errors: [sfn.Errors.ALL], resultPath: '$.error' }) as T;
+  const catchAll = failureEnding(scope, stepTask, {
+    recordName: S.recordFailure,
+    failName: S.failed,
+    errorPath: '$.error',
+  }).catchInto;
 
   const preflight = catchAll(
     stepTask(scope, {

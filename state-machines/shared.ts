@@ -68,7 +68,7 @@ export function restoreSequence(
     sourceRunIdPath: string;
     kubeletOrderPath: string;
     controlPlanePath: string;
-    onError: <T extends sfn.TaskStateBase | sfn.Map>(state: T) => T;
+    onError: <T extends Catchable>(state: T) => T;
   },
 ): { start: sfn.Map; end: sfn.TaskStateBase } {
   const { names, stepTask, onError } = opts;
@@ -114,4 +114,37 @@ export function restoreSequence(
   );
   kubelets.next(stop).next(controlPlane).next(remove);
   return { start: kubelets, end: remove };
+}
+
+/** A state that can be caught. */
+export type Catchable = sfn.TaskStateBase | sfn.Map;
+
+/**
+ * The end of a failed run: record the error the Catch put at `errorPath` in the store (which releases the
+ * cluster), then fail the execution with it. `catchInto` adds that Catch to a state; `record` is the first
+ * state of the ending, for a Choice to go to.
+ */
+export function failureEnding(
+  scope: Construct,
+  stepTask: StepTaskFactory,
+  opts: { recordName: string; failName: string; errorPath: string },
+): { record: sfn.TaskStateBase; catchInto: <T extends Catchable>(state: T) => T } {
+  const record = stepTask(scope, {
+    stateName: opts.recordName,
+    step: 'record-failure',
+    payload: sfn.TaskInput.fromObject({ ...IDS, 'error.$': opts.errorPath }),
+    resultPath: sfn.JsonPath.DISCARD,
+  });
+  record.next(
+    new sfn.Fail(scope, opts.failName, {
+      stateName: opts.failName,
+      causePath: `${opts.errorPath}.Cause`,
+      errorPath: `${opts.errorPath}.Error`,
+    }),
+  );
+  return {
+    record,
+    catchInto: <T extends Catchable>(state: T): T =>
+      state.addCatch(record, { errors: [sfn.Errors.ALL], resultPath: opts.errorPath }) as T,
+  };
 }

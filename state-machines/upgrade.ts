@@ -14,7 +14,7 @@
 import { Duration, aws_stepfunctions as sfn } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { ERROR_NAMES } from '../lib/errors.ts';
-import { forEachNode, IDS, restoreSequence } from './shared.ts';
+import { type Catchable, failureEnding, forEachNode, IDS, restoreSequence } from './shared.ts';
 import type { StepTaskFactory } from './steps.ts';
 
 export const UPGRADE_STATES = {
@@ -49,34 +49,18 @@ export function upgradeDefinition(scope: Construct, stepTask: StepTaskFactory): 
   const S = UPGRADE_STATES;
   const ids = sfn.TaskInput.fromObject(IDS);
 
-  const recordFailure = stepTask(scope, {
-    stateName: S.recordFailure,
-    step: 'record-failure',
-    payload: sfn.TaskInput.fromObject({ ...IDS, 'error.$': '$.error' }),
-    resultPath: sfn.JsonPath.DISCARD,
-  }).next(
-    new sfn.Fail(scope, S.failed, {
-      stateName: S.failed,
-      causePath: '$.error.Cause',
-      errorPath: '$.error.Error',
-    }),
-  );
-  const catchAll = <T extends sfn.TaskStateBase | sfn.Map>(state: T): T =>
-    state.addCatch(recordFailure, { errors: [sfn.Errors.ALL], resultPath: '$.error' }) as T;
-
+  const failure = failureEnding(scope, stepTask, {
+    recordName: S.recordFailure,
+    failName: S.failed,
+    errorPath: '$.error',
+  });
   // The rollback: this run's changes undone from its own backups; the first error is kept for the record.
-  const recordRollbackFailure = stepTask(scope, {
-    stateName: S.recordRollbackFailure,
-    step: 'record-failure',
-    payload: sfn.TaskInput.fromObject({ ...IDS, 'error.$': '$.rollbackError' }),
-    resultPath: sfn.JsonPath.DISCARD,
-  }).next(
-    new sfn.Fail(scope, S.rollbackFailed, {
-      stateName: S.rollbackFailed,
-      causePath: '$.rollbackError.Cause',
-      errorPath: '$.rollbackError.Error',
-    }),
-  );
+  const rollbackFailure = failureEnding(scope, stepTask, {
+    recordName: S.recordRollbackFailure,
+    failName: S.rollbackFailed,
+    errorPath: '$.rollbackError',
+  });
+  const catchAll = failure.catchInto;
   const rollback = restoreSequence(scope, {
     names: {
       kubelets: S.rollbackKubelets,
@@ -90,20 +74,18 @@ export function upgradeDefinition(scope: Construct, stepTask: StepTaskFactory): 
     sourceRunIdPath: '$.runId',
     kubeletOrderPath: '$.preflight.kubeletOrder',
     controlPlanePath: '$.preflight.controlPlaneNodes',
-    onError: (state) =>
-      state.addCatch(recordRollbackFailure, {
-        errors: [sfn.Errors.ALL],
-        resultPath: '$.rollbackError',
-      }) as typeof state,
+    onError: rollbackFailure.catchInto,
   });
   rollback.end
     .next(
-      stepTask(scope, {
-        stateName: S.recordRollback,
-        step: 'record-rollback',
-        payload: sfn.TaskInput.fromObject({ ...IDS, 'error.$': '$.error' }),
-        resultPath: sfn.JsonPath.DISCARD,
-      }).addCatch(recordRollbackFailure, { errors: [sfn.Errors.ALL], resultPath: '$.rollbackError' }),
+      rollbackFailure.catchInto(
+        stepTask(scope, {
+          stateName: S.recordRollback,
+          step: 'record-rollback',
+          payload: sfn.TaskInput.fromObject({ ...IDS, 'error.$': '$.error' }),
+          resultPath: sfn.JsonPath.DISCARD,
+        }),
+      ),
     )
     .next(
       new sfn.Fail(scope, S.rolledBack, {
@@ -115,8 +97,8 @@ export function upgradeDefinition(scope: Construct, stepTask: StepTaskFactory): 
   // A cluster that was external before the run had nothing changed by it: nothing to roll back.
   const changedAnything = new sfn.Choice(scope, S.changedAnything, { stateName: S.changedAnything })
     .when(sfn.Condition.booleanEquals('$.preflight.alreadyExternal', false), rollback.start)
-    .otherwise(recordFailure);
-  const catchRollingBack = <T extends sfn.TaskStateBase | sfn.Map>(state: T): T =>
+    .otherwise(failure.record);
+  const catchRollingBack = <T extends Catchable>(state: T): T =>
     state.addCatch(changedAnything, { errors: [sfn.Errors.ALL], resultPath: '$.error' }) as T;
 
   const preflight = catchAll(

@@ -22,35 +22,30 @@ export async function finalize(
   };
 }
 
-export async function recordFailure(
-  event: RunIds & { error: { Error: string; Cause?: string | undefined } },
+type FailureEvent = RunIds & { error: { Error: string; Cause?: string | undefined } };
+
+/** Finish the run with the error a Catch caught (its Cause, or its name when it has none). */
+async function finishWithError(
+  event: FailureEvent,
   ctx: StepContext,
+  status: 'failed' | 'rolled-back',
+  step: string,
+  says: string,
 ): Promise<RunOutcome> {
   const message = event.error.Cause ?? event.error.Error;
   await ctx.store.finish(event.clusterId, event.runId, {
-    status: 'failed',
+    status,
     error: { name: event.error.Error, message },
   });
-  ctx.progress({
-    step: 'record-failure',
-    message: `run ${event.runId} failed: ${event.error.Error}: ${message}`,
-  });
-  return { status: 'failed', clusterId: event.clusterId, runId: event.runId };
+  ctx.progress({ step, message: `run ${event.runId} ${says} ${event.error.Error}: ${message}` });
+  return { status, clusterId: event.clusterId, runId: event.runId };
+}
+
+export function recordFailure(event: FailureEvent, ctx: StepContext): Promise<RunOutcome> {
+  return finishWithError(event, ctx, 'failed', 'record-failure', 'failed:');
 }
 
 /** The end of a rollback: the run failed, and the cluster is back where it started. */
-export async function recordRollback(
-  event: RunIds & { error: { Error: string; Cause?: string | undefined } },
-  ctx: StepContext,
-): Promise<RunOutcome> {
-  const message = event.error.Cause ?? event.error.Error;
-  await ctx.store.finish(event.clusterId, event.runId, {
-    status: 'rolled-back',
-    error: { name: event.error.Error, message },
-  });
-  ctx.progress({
-    step: 'record-rollback',
-    message: `run ${event.runId} rolled back after ${event.error.Error}: ${message}`,
-  });
-  return { status: 'rolled-back', clusterId: event.clusterId, runId: event.runId };
+export function recordRollback(event: FailureEvent, ctx: StepContext): Promise<RunOutcome> {
+  return finishWithError(event, ctx, 'rolled-back', 'record-rollback', 'rolled back after');
 }

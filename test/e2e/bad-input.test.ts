@@ -3,7 +3,7 @@
  * no object applied. (Unreachable APIs, unknown contexts and broken kubeconfigs: test/cli/upgrade.test.ts.)
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { FIXTURES, type FileEdit, fixtureSpec } from '../twin/running-twin.ts';
+import { FIXTURES, type FileEdit, fixtureSpec, kubeletExternal } from '../twin/running-twin.ts';
 import { type E2E, nodeFiles, startE2E } from './harness.ts';
 
 const KCM = '/etc/kubernetes/manifests/kube-controller-manager.yaml';
@@ -60,12 +60,7 @@ describe('an upgrade refused in preflight', () => {
 
   it('refuses nodes whose instance the external CCM would not find, naming them', async () => {
     // Kubelets flipped by hand with no CCM: the nodes registered without a providerID.
-    const external: FileEdit = {
-      group: 'worker',
-      file: KUBELET_FLAGS,
-      edit: (text) =>
-        text.replace('--cloud-provider=aws', '--cloud-provider=external').replace(/--cloud-config=\S+ /, ''),
-    };
+    const external: FileEdit = { group: 'worker', file: KUBELET_FLAGS, edit: kubeletExternal };
     await expectRefused(
       { edits: [external] },
       'PreflightFailed',

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { clusterConfigurationArgs } from '../../lib/controlplane/kubeadm-config.ts';
 import { nodeNames } from '../../lib/twin/spec.ts';
 import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
-import { FIXTURES, fixtureSpec } from '../twin/running-twin.ts';
+import { FIXTURES, fixtureSpec, kubeletExternal } from '../twin/running-twin.ts';
 import { type E2E, nodeFiles, startE2E } from './harness.ts';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
@@ -117,9 +117,7 @@ describe('a node that joins during the upgrade', () => {
   it('is initialised by the CCM when it joins with an external kubelet', async () => {
     e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini));
     const { t } = e2e;
-    const externalFlags = (await t.readFile('worker-1', '/var/lib/kubelet/kubeadm-flags.env'))
-      .replace('--cloud-provider=aws', '--cloud-provider=external')
-      .replace(/--cloud-config=\S+ /, '');
+    const externalFlags = kubeletExternal(await t.readFile('worker-1', '/var/lib/kubelet/kubeadm-flags.env'));
     let joined: Promise<string> | undefined;
     const result = await e2e.upgrade({
       onEvent: (event) => {

@@ -11,10 +11,12 @@ import { providerFacts } from '../../lib/providers/catalog.ts';
 import { parseProviderID } from '../../lib/providers/provider-id.ts';
 import { CCM_LABEL_SELECTOR, renderCcmObjects } from '../../lib/providers/render.ts';
 import {
+  dropCloudFlags,
   eventually,
   FIXTURES,
   fixtureSpec,
   isReady,
+  kubeletExternal,
   startTestTwin,
   type TestTwin,
 } from '../twin/running-twin.ts';
@@ -22,10 +24,6 @@ import {
 const KCM = '/etc/kubernetes/manifests/kube-controller-manager.yaml';
 const KUBELET_FLAGS = '/var/lib/kubelet/kubeadm-flags.env';
 const CLOUD_CONF = '/etc/kubernetes/cloud.conf';
-
-const dropCloudFlags = (text: string): string => text.replace(/^ *- --cloud-(provider|config)=.*\n/gm, '');
-const kubeletExternal = (text: string): string =>
-  text.replace('--cloud-provider=aws', '--cloud-provider=external').replace(/--cloud-config=\S+ /, '');
 
 let twin: TestTwin | undefined;
 afterEach(async () => {

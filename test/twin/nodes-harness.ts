@@ -13,16 +13,14 @@ import { type NodeSimulation, startNodes } from '../../lib/twin/nodes/index.ts';
 import { loadTwinSpec, parseTwinSpec, type TwinSpec } from '../../lib/twin/spec.ts';
 import { type KubeObject, ObjectStore } from '../../lib/twin/store.ts';
 
+export { dropCloudFlags, kubeletExternal } from './running-twin.ts';
+
 export const AWS_MINI = fileURLToPath(new URL('../fixtures/twins/aws-mini.yaml', import.meta.url));
 
 export const KAS = '/etc/kubernetes/manifests/kube-apiserver.yaml';
 export const KCM = '/etc/kubernetes/manifests/kube-controller-manager.yaml';
 export const KUBELET_FLAGS = '/var/lib/kubelet/kubeadm-flags.env';
 
-export const dropCloudFlags = (text: string): string =>
-  text.replace(/^ *- --cloud-(provider|config)=.*\n/gm, '');
-export const kubeletExternal = (text: string): string =>
-  text.replace('--cloud-provider=aws', '--cloud-provider=external').replace(/--cloud-config=\S+ /, '');
 export const kubeletNoCloud = (text: string): string => text.replace(/--cloud-(provider|config)=\S+ /g, '');
 
 export interface Edit {

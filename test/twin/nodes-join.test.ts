@@ -14,16 +14,21 @@ import { UNINITIALIZED_TAINT } from '../../lib/kube/well-known.ts';
 import { renderCcmObjects } from '../../lib/providers/render.ts';
 import { hostPath } from '../../lib/twin/context.ts';
 import type { KubeObject } from '../../lib/twin/store.ts';
-import { eventually, FIXTURES, fixtureSpec, isReady, startTestTwin, type TestTwin } from './running-twin.ts';
+import {
+  dropCloudFlags,
+  eventually,
+  FIXTURES,
+  fixtureSpec,
+  isReady,
+  kubeletExternal,
+  startTestTwin,
+  type TestTwin,
+} from './running-twin.ts';
 
 const KCM = '/etc/kubernetes/manifests/kube-controller-manager.yaml';
 const KUBELET_FLAGS = '/var/lib/kubelet/kubeadm-flags.env';
 const KUBELET_CONFIG = '/var/lib/kubelet/config.yaml';
 const CLOUD_CONF = '/etc/kubernetes/cloud.conf';
-
-const dropCloudFlags = (text: string): string => text.replace(/^ *- --cloud-(provider|config)=.*\n/gm, '');
-const kubeletExternal = (text: string): string =>
-  text.replace('--cloud-provider=aws', '--cloud-provider=external').replace(/--cloud-config=\S+ /, '');
 
 let running: TestTwin | undefined;
 afterEach(async () => {

@@ -16,6 +16,12 @@ export const FIXTURES = {
   awsHaMini: fileURLToPath(new URL('../fixtures/twins/aws-ha-mini.yaml', import.meta.url)),
 };
 
+/** Node file edits a hand migration makes: cloud flags off a static pod, a kubelet flipped to external. */
+export const dropCloudFlags = (text: string): string =>
+  text.replace(/^ *- --cloud-(provider|config)=.*\n/gm, '');
+export const kubeletExternal = (text: string): string =>
+  text.replace('--cloud-provider=aws', '--cloud-provider=external').replace(/--cloud-config=\S+ /, '');
+
 /** A host file edit applied to one node group of a spec before the twin starts. */
 export interface FileEdit {
   readonly group: string;

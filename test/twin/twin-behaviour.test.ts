@@ -9,16 +9,21 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AGENT_NAME, AGENT_REQUEST_ENV, AgentResultSchema } from '../../lib/agent/protocol.ts';
 import { TwinStartError } from '../../lib/twin/twin.ts';
-import { eventually, FIXTURES, fixtureSpec, isReady, startTestTwin, type TestTwin } from './running-twin.ts';
+import {
+  dropCloudFlags,
+  eventually,
+  FIXTURES,
+  fixtureSpec,
+  isReady,
+  kubeletExternal,
+  startTestTwin,
+  type TestTwin,
+} from './running-twin.ts';
 
 const KCM = '/etc/kubernetes/manifests/kube-controller-manager.yaml';
 const KAS = '/etc/kubernetes/manifests/kube-apiserver.yaml';
 const KUBELET_FLAGS = '/var/lib/kubelet/kubeadm-flags.env';
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
-
-const dropCloudFlags = (text: string): string => text.replace(/^ *- --cloud-(provider|config)=.*\n/gm, '');
-const kubeletExternal = (text: string): string =>
-  text.replace('--cloud-provider=aws', '--cloud-provider=external').replace(/--cloud-config=\S+ /, '');
 
 let running: TestTwin | undefined;
 afterEach(async () => {
