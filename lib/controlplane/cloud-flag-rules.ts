@@ -36,6 +36,9 @@ export const IN_TREE_REMOVED_IN: Readonly<Record<InTreeProvider, number>> = {
 /** DisableCloudProviders: alpha (off unless set) from 1.22, on by default from 1.29 (beta; GA in 1.31). */
 const GATE_INTRODUCED_IN = 22;
 const GATE_DEFAULT_ON_FROM = 29;
+/** Both gates are GA from 1.31: locked to true, and a binary refuses to start when told false. */
+const GATES_LOCKED_FROM = 31;
+const LOCKED_GATES = ['DisableCloudProviders', 'DisableKubeletCloudCredentialProviders'] as const;
 const KAS_CLOUD_FLAGS_REMOVED_IN = 33;
 const KUBELET_CLOUD_CONFIG_REMOVED_IN = 34;
 
@@ -114,6 +117,12 @@ export function cloudFlagProblem(
     }
     if (component === 'kubelet' && minor >= KUBELET_CLOUD_CONFIG_REMOVED_IN && name === 'cloud-config') {
       return unknownFlag(component, name);
+    }
+  }
+  // component-base/featuregate: "cannot set feature gate X to false, feature is locked to true".
+  for (const gate of minor >= GATES_LOCKED_FROM ? LOCKED_GATES : []) {
+    if (featureGate(flags, gate) === false) {
+      return `invalid argument "${gate}=false" for "--feature-gates" flag: cannot set feature gate ${gate} to false, feature is locked to true`;
     }
   }
   const provider = flags.get('cloud-provider') ?? '';

@@ -30,7 +30,7 @@ export const TO_EXTERNAL_STATIC_PODS: readonly StaticPodEdit[] = [
 
 export const TO_EXTERNAL_KUBELET = {
   flags: { 'cloud-provider': 'external', 'cloud-config': null },
-  featureGates: { DisableKubeletCloudCredentialProviders: null },
+  featureGates: IN_TREE_GATES,
 };
 
 /** The same changes in kubeadm's ClusterConfiguration, so that `kubeadm upgrade` keeps them. */

@@ -84,6 +84,24 @@ describe('cloudFlagProblem', () => {
     );
   });
 
+  it('from 1.31 refuses the gates set to false even with an external provider: they are locked to true', () => {
+    const leftover = flags(
+      '--cloud-provider=external',
+      '--feature-gates=DisableCloudProviders=false,Foo=true',
+    );
+    expect(cloudFlagProblem('kubelet', 'v1.30.9', leftover)).toBeUndefined();
+    expect(cloudFlagProblem('kubelet', 'v1.31.0', leftover)).toMatch(
+      /cannot set feature gate DisableCloudProviders to false, feature is locked to true/,
+    );
+    const credentials = flags('--feature-gates=DisableKubeletCloudCredentialProviders=false');
+    expect(cloudFlagProblem('kube-controller-manager', 'v1.32.1', credentials)).toMatch(
+      /DisableKubeletCloudCredentialProviders to false/,
+    );
+    expect(
+      cloudFlagProblem('kubelet', 'v1.31.0', flags('--feature-gates=DisableCloudProviders=true')),
+    ).toBeUndefined();
+  });
+
   it('refuses the cloud flags kube-apiserver dropped in 1.33 and the kubelet --cloud-config dropped in 1.34', () => {
     expect(
       cloudFlagProblem('kube-apiserver', 'v1.33.0', flags('--cloud-config=/x', '--cloud-provider=external')),
