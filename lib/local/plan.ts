@@ -7,10 +7,12 @@
 import { type KubernetesObject, PatchStrategy } from '@kubernetes/client-node';
 import { createTwoFilesPatch } from 'diff';
 import { stringify } from 'yaml';
+import { parseFlags } from '../controlplane/flags.ts';
 import { describeObject, FIELD_MANAGER } from '../kube/apply.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import { call, httpStatus } from '../kube/errors.ts';
-import { renderCcmObjects } from '../providers/render.ts';
+import { ccmDeploymentRef, renderCcmObjects } from '../providers/render.ts';
+import { inTreeCloudConfigPath } from '../steps/ccm.ts';
 import { TO_EXTERNAL_KUBELET, TO_EXTERNAL_STATIC_PODS } from '../steps/edits.ts';
 import { type ClusterExamination, examineCluster } from '../steps/preflight.ts';
 import type { UpgradeOptions } from '../steps/schemas.ts';
@@ -68,10 +70,22 @@ async function objectChange(clients: KubeClients, obj: KubernetesObject): Promis
   };
 }
 
+async function deployedCloudConfig(clients: KubeClients, provider: string): Promise<string | undefined> {
+  const { namespace, name } = ccmDeploymentRef(provider);
+  const deployed = await call(`read deployment ${name}`, () =>
+    clients.apps.readNamespacedDeployment({ name, namespace }),
+  ).catch((err: unknown) => {
+    if (httpStatus(err) === 404) return undefined;
+    throw err;
+  });
+  const args = deployed?.spec?.template.spec?.containers.flatMap((c) => c.args ?? []) ?? [];
+  return parseFlags(args).get('cloud-config');
+}
+
 export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
   const runId = newRunId('plan');
   const ctx = localContext(opts);
-  const { nodes, files: _files, ...examination } = await examineCluster(ctx, runId, opts.options);
+  const { nodes, files: inspected, ...examination } = await examineCluster(ctx, runId, opts.options);
   const files: FileChange[] = [];
   for (const node of [...examination.controlPlaneNodes, ...examination.workerNodes]) {
     const controlPlane = examination.controlPlaneNodes.includes(node);
@@ -87,11 +101,16 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
     }
   }
   const objects: ObjectChange[] = [];
+  // Once migrated, kube-controller-manager no longer names the file: the deployed CCM does.
+  const cloudConfig =
+    inTreeCloudConfigPath({ files: inspected }) ??
+    (await deployedCloudConfig(opts.clients, examination.provider));
   const rendered = renderCcmObjects({
     provider: examination.provider,
     kubernetesVersion: examination.kubernetesVersion,
     clusterName: examination.clusterName,
     replicas: opts.options.ccmReplicas ?? Math.min(examination.controlPlaneNodes.length, 3),
+    ...(cloudConfig ? { cloudConfigHostPath: cloudConfig } : {}),
   }) as KubernetesObject[];
   for (const obj of rendered) objects.push(await objectChange(opts.clients, obj));
   return { examination, files, objects };

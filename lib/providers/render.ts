@@ -56,6 +56,12 @@ export const RenderInputSchema = z.object({
   /** The in-tree cloud config file's text; absent or blank: the cluster has none (AWS then uses IMDS). */
   cloudConfig: z.string().optional(),
   /**
+   * Or: where the in-tree cloud config already is on every control-plane node (kube-controller-manager's
+   * --cloud-config). The CCM runs on those nodes and mounts it from there, so its credentials never leave
+   * the nodes they are on (no copy in etcd). Used as is: no format translation.
+   */
+  cloudConfigHostPath: z.string().startsWith('/').optional(),
+  /**
    * Images by container name (`cloud-controller-manager`, `cloud-node-manager`) instead of the catalog's:
    * a mirrored registry in an air-gapped cluster.
    */
@@ -145,7 +151,7 @@ function deployment(
     args: setFlags(container.args ?? [], {
       'cloud-provider': facts.ccmCloudProvider,
       'cluster-name': input.clusterName,
-      'cloud-config': cloudConfig === undefined ? null : configFile,
+      'cloud-config': input.cloudConfigHostPath ?? (cloudConfig === undefined ? null : configFile),
       ...ipam,
     }),
   };
@@ -162,6 +168,16 @@ function deployment(
       ...spec.template.metadata.annotations,
       [CLOUD_CONFIG_HASH_ANNOTATION]: createHash('sha256').update(cloudConfig).digest('hex'),
     };
+  }
+  if (input.cloudConfigHostPath !== undefined) {
+    ready.volumeMounts = [
+      ...(container.volumeMounts ?? []),
+      { name: CLOUD_CONFIG_VOLUME, mountPath: input.cloudConfigHostPath, readOnly: true },
+    ];
+    pod.volumes = [
+      ...(pod.volumes ?? []),
+      { name: CLOUD_CONFIG_VOLUME, hostPath: { path: input.cloudConfigHostPath, type: 'File' } },
+    ];
   }
   pod.containers = pod.containers.map((c) => (c === container ? ready : c));
   withImages(pod, images);
@@ -215,7 +231,10 @@ export function renderCcmObjects(input: RenderInput): KubeObject[] {
   const parsed = parseInput(RenderInputSchema, input, 'CCM render input');
   const facts = providerFacts(parsed.provider);
   const cloudConfig = parsed.cloudConfig?.trim() ? parsed.cloudConfig : undefined;
-  if (cloudConfig === undefined && facts.cloudConfigRequired) {
+  if (cloudConfig !== undefined && parsed.cloudConfigHostPath !== undefined) {
+    throw new InvalidInputError('give the cloud config as text or as a host path, not both');
+  }
+  if (cloudConfig === undefined && parsed.cloudConfigHostPath === undefined && facts.cloudConfigRequired) {
     throw new InvalidInputError(
       `the ${facts.displayName} cloud-controller-manager needs the cluster's cloud config (${facts.cloudConfigFile}), and none was given`,
     );

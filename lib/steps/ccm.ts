@@ -13,7 +13,7 @@ import { providerFacts } from '../providers/catalog.ts';
 import { renderCcmObjects } from '../providers/render.ts';
 import { commandLine, isPodReady, readMirrorPod } from './cluster.ts';
 import type { StepContext } from './context.ts';
-import { TO_EXTERNAL_KUBEADM } from './edits.ts';
+import { KCM_MANIFEST, TO_EXTERNAL_KUBEADM } from './edits.ts';
 import { editKubeadmConfig } from './kubeadm-config.ts';
 import type { RunIds } from './schemas.ts';
 import type { Snapshot } from './snapshot.ts';
@@ -45,12 +45,24 @@ async function currentReplicas(ctx: StepContext, d: V1Deployment): Promise<numbe
 
 /** The CCM's objects for this cluster, as the provider catalog renders them. */
 export function renderCcm(snapshot: Snapshot, replicas: number): KubernetesObject[] {
+  const cloudConfig = inTreeCloudConfigPath(snapshot);
   return renderCcmObjects({
     provider: snapshot.provider,
     kubernetesVersion: snapshot.kubernetesVersion,
     clusterName: snapshot.clusterName,
     replicas,
+    ...(cloudConfig ? { cloudConfigHostPath: cloudConfig } : {}),
   }) as KubernetesObject[];
+}
+
+/** kube-controller-manager's --cloud-config before the migration: the CCM mounts that file from its node. */
+export function inTreeCloudConfigPath(snapshot: Pick<Snapshot, 'files'>): string | undefined {
+  for (const reports of Object.values(snapshot.files)) {
+    const kcm = reports.find((f) => f.path === KCM_MANIFEST);
+    const path = kcm?.flags?.['cloud-config'];
+    if (path) return path;
+  }
+  return undefined;
 }
 
 export async function stageCcm(event: RunIds, ctx: StepContext): Promise<{ changed: number }> {

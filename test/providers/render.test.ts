@@ -203,6 +203,30 @@ describe('renderCcmObjects (every provider)', () => {
     expect(() => renderCcmObjects({ ...BASE, provider: 'gcp', kubernetesVersion: 'v1.30.4' })).not.toThrow();
   });
 
+  it('mounts the in-tree cloud config from its control-plane host path instead, with no Secret', () => {
+    const objects = renderCcmObjects({
+      ...BASE,
+      provider: 'openstack',
+      kubernetesVersion: VERSIONS.openstack,
+      cloudConfigHostPath: '/etc/kubernetes/cloud.conf',
+    });
+    expect(objects.some((o) => o.kind === 'Secret')).toBe(false);
+    expect(containerOf(objects)?.args).toContain('--cloud-config=/etc/kubernetes/cloud.conf');
+    expect(containerOf(objects)?.volumeMounts).toContainEqual(
+      expect.objectContaining({ mountPath: '/etc/kubernetes/cloud.conf', readOnly: true }),
+    );
+    expect(deploymentOf(objects).spec?.template.spec?.volumes).toContainEqual(
+      expect.objectContaining({ hostPath: { path: '/etc/kubernetes/cloud.conf', type: 'File' } }),
+    );
+    expect(() =>
+      renderCcmObjects({
+        ...BASE,
+        cloudConfig: CLOUD_CONF,
+        cloudConfigHostPath: '/etc/kubernetes/cloud.conf',
+      }),
+    ).toThrow(InvalidInputError);
+  });
+
   it('runs Azure’s cloud-node-manager DaemonSet of the CCM’s minor, the CCM without its cloud-node loop', () => {
     const objects = renderCcmObjects({
       ...BASE,
