@@ -1,0 +1,112 @@
+/**
+ * Providers other than AWS migrated both ways on their twins: upgrade to the provider's CCM, then
+ * downgrade back to the in-tree provider, with every node file given back byte for byte.
+ */
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadTwinSpec } from '../../lib/twin/spec.ts';
+import { type E2E, nodeFiles, startE2E } from './harness.ts';
+
+const GCP_MINI = fileURLToPath(new URL('../fixtures/twins/gcp-mini.yaml', import.meta.url));
+const OPENSTACK_MINI = fileURLToPath(new URL('../fixtures/twins/openstack-mini.yaml', import.meta.url));
+
+let e2e: E2E | undefined;
+afterEach(async () => {
+  await e2e?.stop();
+  e2e = undefined;
+});
+
+const hashes = (files: Map<string, string>, only: Map<string, string>) =>
+  new Map([...files].filter(([f]) => only.has(f)).map(([f, v]) => [f, v.split(' ')[0]]));
+
+/** Nodes the CCM's cloud-node controller initialised (its `Synced` events); the in-tree provider writes none. */
+async function syncedByCCM(e: E2E): Promise<string[]> {
+  const events = await e.t.core.listEventForAllNamespaces();
+  return events.items
+    .filter((ev) => ev.reason === 'Synced' && ev.source?.component === 'cloud-node-controller')
+    .map((ev) => ev.involvedObject.name ?? '');
+}
+
+async function kubeadmConfig(e: E2E): Promise<string | undefined> {
+  const cm = await e.t.core.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+  return cm.data?.ClusterConfiguration;
+}
+
+interface ProviderCase {
+  readonly title: string;
+  readonly fixture: string;
+  readonly inTree: string;
+  readonly providerID: RegExp;
+  readonly image: RegExp;
+  /** Where kube-controller-manager read its cloud config: the CCM mounts the same file from its node. */
+  readonly cloudConfig: string;
+}
+
+const CASES: readonly ProviderCase[] = [
+  {
+    title: 'GCP (in-tree gce on kubeadm v1.30)',
+    fixture: GCP_MINI,
+    inTree: 'gce',
+    providerID: /^gce:\/\/ccm-twin-gcp\//,
+    image: /^registry\.k8s\.io\/cloud-provider-gcp\/cloud-controller-manager:v30\./,
+    cloudConfig: '/etc/gce.conf',
+  },
+  {
+    title: 'OpenStack (in-tree openstack on kubeadm v1.25)',
+    fixture: OPENSTACK_MINI,
+    inTree: 'openstack',
+    providerID: /^openstack:\/\/\//,
+    image: /openstack-cloud-controller-manager:v1\.25\./,
+    cloudConfig: '/etc/kubernetes/cloud.conf',
+  },
+];
+
+describe.each(CASES)('$title upgraded to its CCM and back', (c) => {
+  it('keeps its providerIDs, sees no invariant violation, and restores every file and kubeadm-config', async () => {
+    e2e = await startE2E(await loadTwinSpec(c.fixture));
+    const nodes = ['cp-1', 'worker-1', 'worker-2'];
+    const start = await nodeFiles(e2e.t);
+    const kubeadmAtStart = await kubeadmConfig(e2e);
+    const providerIDs = async () =>
+      Object.fromEntries(
+        (await e2e?.t.core.listNode())?.items.map((n) => [n.metadata?.name, n.spec?.providerID]) ?? [],
+      );
+    const idsAtStart = await providerIDs();
+    expect(Object.values(idsAtStart)).toEqual(nodes.map(() => expect.stringMatching(c.providerID)));
+    expect(await syncedByCCM(e2e)).toEqual([]);
+
+    const up = await e2e.upgrade();
+    expect(up.error).toBeUndefined();
+    expect(up.status).toBe('SUCCEEDED');
+    for (const node of nodes) {
+      expect(e2e.t.twin.nodes.kubelet(node).flags.get('cloud-provider'), node).toBe('external');
+    }
+    const ccm = (await e2e.t.apps.listNamespacedDeployment({ namespace: 'kube-system' })).items.find((d) =>
+      d.spec?.template.spec?.containers.some((x) => x.name === 'cloud-controller-manager'),
+    );
+    const container = ccm?.spec?.template.spec?.containers.find((x) => x.name === 'cloud-controller-manager');
+    expect(container?.image).toMatch(c.image);
+    expect(container?.args).toContain(`--cloud-config=${c.cloudConfig}`);
+    expect(ccm?.spec?.template.spec?.volumes).toContainEqual(
+      expect.objectContaining({ hostPath: { path: c.cloudConfig, type: 'File' } }),
+    );
+    // Verify's canary node was tainted and initialised again by the CCM, which gave it the very
+    // providerID the in-tree provider had.
+    expect((await syncedByCCM(e2e)).length).toBeGreaterThan(0);
+    expect(await providerIDs()).toEqual(idsAtStart);
+    expect(await kubeadmConfig(e2e)).not.toContain(`cloud-provider: ${c.inTree}`);
+
+    const down = await e2e.downgrade();
+    expect(down.error).toBeUndefined();
+    expect(down.status).toBe('SUCCEEDED');
+    for (const node of nodes) {
+      expect(e2e.t.twin.nodes.kubelet(node).flags.get('cloud-provider'), node).toBe(c.inTree);
+    }
+    expect(hashes(await nodeFiles(e2e.t), start)).toEqual(hashes(start, start));
+    expect(await kubeadmConfig(e2e)).toBe(kubeadmAtStart);
+    expect(await providerIDs()).toEqual(idsAtStart);
+
+    await e2e.t.twin.monitor.stop();
+    expect(e2e.t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
+  });
+});

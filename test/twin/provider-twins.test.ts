@@ -1,0 +1,104 @@
+/**
+ * The provider twins start as the clusters they stand for: every node Ready with the providerID its
+ * in-tree provider gave it, and every control-plane component running with the in-tree flags (the twin
+ * crash-loops a component whose cloud flags the version rejects, e.g. gce on 1.30 without the gates).
+ */
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isNodeReady } from '../../lib/steps/cluster.ts';
+import { loadTwinSpec } from '../../lib/twin/spec.ts';
+import { startTestTwin, type TestTwin } from './running-twin.ts';
+
+const spec = (file: string) => loadTwinSpec(fileURLToPath(new URL(file, import.meta.url)));
+
+let t: TestTwin | undefined;
+afterEach(async () => {
+  await t?.stop();
+  t = undefined;
+});
+
+describe('the GCP twin (kubeadm v1.30, in-tree gce)', () => {
+  it('starts with every node Ready and named gce://<project>/<zone>/<name> by the in-tree provider', async () => {
+    t = await startTestTwin(await spec('../fixtures/twins/gcp-mini.yaml'));
+    const nodes = (await t.core.listNode()).items;
+    expect(nodes.map((n) => n.metadata?.name).sort()).toEqual(['cp-1', 'worker-1', 'worker-2']);
+    for (const node of nodes) {
+      const name = node.metadata?.name ?? '';
+      expect(isNodeReady(node), name).toBe(true);
+      const zone = node.metadata?.labels?.['topology.kubernetes.io/zone'];
+      expect(zone, name).toMatch(/^us-central1-[abc]$/);
+      expect(node.spec?.providerID, name).toBe(`gce://ccm-twin-gcp/${zone}/${name}`);
+      expect(node.spec?.taints ?? [], name).not.toContainEqual(
+        expect.objectContaining({ key: 'node.cloudprovider.kubernetes.io/uninitialized' }),
+      );
+      expect(t.twin.nodes.kubelet(name).flags.get('cloud-provider'), name).toBe('gce');
+    }
+  });
+
+  it('runs kube-apiserver and kube-controller-manager with in-tree gce and the gates that allow it', async () => {
+    t = await startTestTwin(await spec('../fixtures/twins/gcp-mini.yaml'));
+    for (const component of ['kube-apiserver', 'kube-controller-manager']) {
+      const pod = await t.core.readNamespacedPod({ name: `${component}-cp-1`, namespace: 'kube-system' });
+      expect(pod.status?.conditions, component).toContainEqual(
+        expect.objectContaining({ type: 'Ready', status: 'True' }),
+      );
+      expect(pod.spec?.containers[0]?.command, component).toEqual(
+        expect.arrayContaining([
+          '--cloud-provider=gce',
+          '--cloud-config=/etc/gce.conf',
+          '--feature-gates=DisableCloudProviders=false,DisableKubeletCloudCredentialProviders=false',
+        ]),
+      );
+    }
+  });
+
+  it('crash-loops kube-controller-manager whose in-tree gce lacks the 1.30 gates, as the real binary', async () => {
+    t = await startTestTwin(await spec('../fixtures/twins/gcp-mini.yaml'));
+    const kcm = '/etc/kubernetes/manifests/kube-controller-manager.yaml';
+    const text = await t.readFile('cp-1', kcm);
+    await t.writeFile('cp-1', kcm, text.replace(/^ *- --feature-gates=.*\n/m, ''));
+    await expect
+      .poll(async () => {
+        const pod = await t?.core.readNamespacedPod({
+          name: 'kube-controller-manager-cp-1',
+          namespace: 'kube-system',
+        });
+        return pod?.status?.containerStatuses?.[0]?.lastState?.terminated?.message;
+      })
+      .toMatch(/built-in cloud providers are disabled/);
+  });
+
+  it('is the example spec assets/twins/gcp.yaml made small: same version, cloud and host files', async () => {
+    const [example, mini] = await Promise.all([
+      spec('../../assets/twins/gcp.yaml'),
+      spec('../fixtures/twins/gcp-mini.yaml'),
+    ]);
+    expect(mini.kubernetesVersion).toBe(example.kubernetesVersion);
+    expect(mini.cloud).toEqual(example.cloud);
+    expect(mini.nodeGroups.map((g) => g.files)).toEqual(example.nodeGroups.map((g) => g.files));
+    expect(mini.objects).toEqual(example.objects);
+  });
+});
+
+describe('the OpenStack twin (kubeadm v1.25, in-tree openstack)', () => {
+  it('starts with every node Ready, named openstack:///<instance-uuid>, every component on in-tree openstack', async () => {
+    t = await startTestTwin(await spec('../fixtures/twins/openstack-mini.yaml'));
+    const nodes = (await t.core.listNode()).items;
+    expect(nodes.map((n) => n.metadata?.name).sort()).toEqual(['cp-1', 'worker-1', 'worker-2']);
+    for (const node of nodes) {
+      const name = node.metadata?.name ?? '';
+      expect(isNodeReady(node), name).toBe(true);
+      expect(node.spec?.providerID, name).toMatch(
+        /^openstack:\/\/\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+      );
+      expect(t.twin.nodes.kubelet(name).flags.get('cloud-provider'), name).toBe('openstack');
+    }
+    for (const component of ['kube-apiserver', 'kube-controller-manager']) {
+      const pod = await t.core.readNamespacedPod({ name: `${component}-cp-1`, namespace: 'kube-system' });
+      expect(pod.status?.conditions, component).toContainEqual(
+        expect.objectContaining({ type: 'Ready', status: 'True' }),
+      );
+      expect(pod.spec?.containers[0]?.command, component).toContain('--cloud-provider=openstack');
+    }
+  });
+});
