@@ -30,7 +30,16 @@ export const STEP_IDS = [
   'verify-in-tree',
   'record-rollback',
 ] as const;
-export type StepId = (typeof STEP_IDS)[number];
+
+/**
+ * The drift workflow's steps (state-machines/drift.ts). Listed apart because they run with another context
+ * (the registry and access to any registered cluster, lib/drift/steps.ts) than one cluster's migration
+ * steps, and get their functions from the drift part of the stack.
+ */
+export const DRIFT_STEP_IDS = ['list-clusters', 'check-drift', 'publish-drift', 'summarize-drift'] as const;
+export type DriftStepId = (typeof DRIFT_STEP_IDS)[number];
+export type MigrationStepId = (typeof STEP_IDS)[number];
+export type StepId = MigrationStepId | DriftStepId;
 
 export interface StepTaskProps {
   /** The Task's state name: a short sentence, unique in the definition. */

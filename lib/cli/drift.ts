@@ -1,8 +1,14 @@
-/** `ccm-migrate drift`: one cluster's drift report as a table or JSON, with an exit code for scripts. */
+/**
+ * `ccm-migrate drift`: one cluster's drift report as a table or JSON, or (`--registry FILE`) every cluster
+ * of a fleet file checked by the drift workflow, one line each; with an exit code for scripts.
+ */
 
 import { checkDrift } from '../drift/check.ts';
 import { expectationFromRuns } from '../drift/expectation.ts';
 import type { DesiredMode, DriftReport } from '../drift/findings.ts';
+import { loadFleetFile } from '../drift/fleet-file.ts';
+import { type FleetRunResult, runFleetDriftLocally } from '../drift/local-fleet.ts';
+import type { DriftSummary } from '../drift/summary.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import { localContext } from '../local/context.ts';
 import { detectProvider } from '../providers/provider-id.ts';
@@ -61,4 +67,76 @@ export async function driftCommand(cmd: DriftCommand): Promise<DriftReport> {
     throw new CliError(`${report.findings.length} drift finding(s)`, EXIT.drifted);
   if (report.status === 'unknown') throw new CliError(`drift unknown: ${report.error}`, EXIT.unreachable);
   return report;
+}
+
+export interface FleetDriftCommand {
+  /** The fleet file (see lib/drift/fleet-file.ts). */
+  readonly registry: string;
+  readonly deep: boolean;
+  readonly json: boolean;
+  /** Clusters checked at once. */
+  readonly concurrency: number;
+  readonly agentImage?: string;
+  readonly out?: NodeJS.WritableStream;
+  /** Retry pauses per state name in ms (tests). */
+  readonly retryIntervalOverrides?: Readonly<Record<string, number | number[]>>;
+}
+
+function clusterLine(r: DriftSummary): string {
+  const { critical, warning, info } = r.counts;
+  const what =
+    r.status === 'unknown'
+      ? (r.error ?? '')
+      : r.status === 'drifted'
+        ? `${critical} critical, ${warning} warning, ${info} info`
+        : '';
+  const head = `${r.clusterId.padEnd(24)} ${r.status.padEnd(8)} ${what}`.trimEnd();
+  const total = critical + warning + info;
+  const more = total > r.findings.length ? [`    … and ${total - r.findings.length} more`] : [];
+  const failed = r.publishFailed ? [`    (its event could not be published: ${r.publishFailed.error})`] : [];
+  return [head, ...r.findings.map((f) => `    ${f}`), ...more, ...failed].join('\n');
+}
+
+export function renderFleet(run: FleetRunResult): string {
+  const lines = run.results.map(clusterLine);
+  for (const e of run.events) {
+    lines.push(
+      e['detail-type'] === 'MigrationRequested'
+        ? `remediation requested: ${e.detail.kind} of ${e.detail.clusterId} (request ${e.detail.requestId})`
+        : `event DriftDetected for ${e.detail.clusterId}`,
+    );
+  }
+  const s = run.summary;
+  if (s) {
+    lines.push(
+      `drift run ${s.runId}: ${s.clusters} cluster(s), ${s.clean} clean, ${s.drifted.length} drifted, ${s.unknown.length} unknown`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** Exit 10 when any cluster drifted, else 4 when any could not be observed, else 0. */
+export async function fleetDriftCommand(cmd: FleetDriftCommand): Promise<FleetRunResult> {
+  const members = await loadFleetFile(cmd.registry);
+  const run = await runFleetDriftLocally({
+    members,
+    depth: cmd.deep ? 'deep' : 'shallow',
+    maxConcurrency: cmd.concurrency,
+    ...(cmd.agentImage ? { agentImage: cmd.agentImage } : {}),
+    ...(cmd.retryIntervalOverrides ? { retryIntervalOverrides: cmd.retryIntervalOverrides } : {}),
+  });
+  if (run.status !== 'SUCCEEDED') {
+    throw new CliError(`the drift run ${run.status}: ${run.error?.name}: ${run.error?.cause}`, EXIT.failed);
+  }
+  const out = cmd.out ?? process.stdout;
+  out.write(
+    cmd.json
+      ? `${JSON.stringify({ summary: run.summary, results: run.results, events: run.events }, null, 2)}\n`
+      : renderFleet(run),
+  );
+  const drifted = run.results.filter((r) => r.status === 'drifted').length;
+  const unknown = run.results.filter((r) => r.status === 'unknown').length;
+  if (drifted > 0) throw new CliError(`${drifted} cluster(s) drifted`, EXIT.drifted);
+  if (unknown > 0) throw new CliError(`${unknown} cluster(s) could not be observed`, EXIT.unreachable);
+  return run;
 }

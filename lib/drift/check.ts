@@ -21,6 +21,11 @@ export interface DriftOptions {
   /** A node tainted uninitialized (or without providerID) for longer than this is stuck. @default 5 min */
   readonly stuckAfterMs?: number;
   readonly now?: () => number;
+  /**
+   * Throw a retryable failure (throttled, unreachable) instead of reporting unknown: in a workflow the
+   * state machine's Retry waits and tries again, and its Catch reports unknown once retries are spent.
+   */
+  readonly throwRetryable?: boolean;
 }
 
 const STUCK_AFTER_MS = 5 * 60_000;
@@ -271,7 +276,7 @@ export async function checkDrift(ctx: ExamineContext, opts: DriftOptions): Promi
       apiRequests: ctx.clients.requests() - before,
     };
   } catch (err) {
-    if (!(err instanceof CcmMigrateError)) throw err;
+    if (!(err instanceof CcmMigrateError) || (opts.throwRetryable && err.retryable)) throw err;
     return {
       ...base,
       status: 'unknown',

@@ -4,7 +4,18 @@
  * never a TypeError from deep inside a step.
  */
 import type * as z from 'zod';
-import type { StepId } from '../../state-machines/steps.ts';
+import type { DriftStepId, StepId } from '../../state-machines/steps.ts';
+import {
+  CheckDriftEventSchema,
+  checkClusterDrift,
+  type DriftStepContext,
+  ListClustersEventSchema,
+  listClusters,
+  PublishDriftEventSchema,
+  publishDrift,
+  SummarizeDriftEventSchema,
+  summarizeDrift,
+} from '../drift/steps.ts';
 import { InvalidInputError } from '../errors.ts';
 import { activateCcm, stageCcm } from './ccm.ts';
 import type { StepContext } from './context.ts';
@@ -24,19 +35,22 @@ import {
 } from './schemas.ts';
 import { verify } from './verify.ts';
 
-interface StepDefinition<S extends z.ZodType> {
+/** What each step runs with: one cluster's context for a migration step, the fleet's for a drift step. */
+export type ContextOf<K extends StepId> = K extends DriftStepId ? DriftStepContext : StepContext;
+
+interface StepDefinition<S extends z.ZodType, C> {
   readonly schema: S;
-  readonly run: (event: z.infer<S>, ctx: StepContext) => Promise<unknown>;
+  readonly run: (event: z.infer<S>, ctx: C) => Promise<unknown>;
 }
 
-function step<S extends z.ZodType>(
+function step<S extends z.ZodType, C = StepContext>(
   schema: S,
-  run: (event: z.infer<S>, ctx: StepContext) => Promise<unknown>,
-): StepDefinition<S> {
+  run: (event: z.infer<S>, ctx: C) => Promise<unknown>,
+): StepDefinition<S, C> {
   return { schema, run };
 }
 
-export const STEPS: Readonly<Record<StepId, StepDefinition<z.ZodType>>> = {
+export const STEPS: { readonly [K in StepId]: StepDefinition<z.ZodType, ContextOf<K>> } = {
   preflight: step(PreflightEventSchema, preflight),
   'stage-ccm': step(RunIds, stageCcm),
   'move-control-plane-node': step(NodeEventSchema, moveControlPlaneNode),
@@ -52,11 +66,15 @@ export const STEPS: Readonly<Record<StepId, StepDefinition<z.ZodType>>> = {
   'remove-ccm': step(RestoreEventSchema, removeCcm),
   'verify-in-tree': step(RestoreEventSchema, verifyInTree),
   'record-rollback': step(FailureEventSchema, recordRollback),
+  'list-clusters': step(ListClustersEventSchema, listClusters),
+  'check-drift': step(CheckDriftEventSchema, checkClusterDrift),
+  'publish-drift': step(PublishDriftEventSchema, publishDrift),
+  'summarize-drift': step(SummarizeDriftEventSchema, summarizeDrift),
 };
 
 /** Parse the event with the step's schema and run it. */
-export async function runStep(id: StepId, event: unknown, ctx: StepContext): Promise<unknown> {
-  const definition = STEPS[id];
+export async function runStep<K extends StepId>(id: K, event: unknown, ctx: ContextOf<K>): Promise<unknown> {
+  const definition = STEPS[id] as StepDefinition<z.ZodType, ContextOf<K>>;
   const parsed = definition.schema.safeParse(event);
   if (!parsed.success) {
     const issues = parsed.error.issues

@@ -55,6 +55,8 @@ export const ClusterRecordSchema = z.strictObject({
     maxUnavailable: UpgradeInputSchema.shape.maxUnavailable,
     /** Whether a failed upgrade rolls back by itself. */
     autoRollback: z.boolean(),
+    /** Whether a drift check that finds this cluster drifted requests a run back to `desiredMode`. */
+    autoRemediate: z.boolean().optional(),
   }),
   labels: LabelsSchema.optional(),
 });
