@@ -9,6 +9,8 @@ import { type E2E, nodeFiles, startE2E } from './harness.ts';
 
 const GCP_MINI = fileURLToPath(new URL('../fixtures/twins/gcp-mini.yaml', import.meta.url));
 const OPENSTACK_MINI = fileURLToPath(new URL('../fixtures/twins/openstack-mini.yaml', import.meta.url));
+const VSPHERE_MINI = fileURLToPath(new URL('../fixtures/twins/vsphere-mini.yaml', import.meta.url));
+const AZURE_MINI = fileURLToPath(new URL('../fixtures/twins/azure-mini.yaml', import.meta.url));
 
 let e2e: E2E | undefined;
 afterEach(async () => {
@@ -19,11 +21,13 @@ afterEach(async () => {
 const hashes = (files: Map<string, string>, only: Map<string, string>) =>
   new Map([...files].filter(([f]) => only.has(f)).map(([f, v]) => [f, v.split(' ')[0]]));
 
-/** Nodes the CCM's cloud-node controller initialised (its `Synced` events); the in-tree provider writes none. */
-async function syncedByCCM(e: E2E): Promise<string[]> {
+type Initialiser = 'cloud-node-controller' | 'cloud-node-manager';
+
+/** Nodes that `by` initialised (its `Synced` events); the in-tree provider writes none. */
+async function syncedBy(e: E2E, by: Initialiser): Promise<string[]> {
   const events = await e.t.core.listEventForAllNamespaces();
   return events.items
-    .filter((ev) => ev.reason === 'Synced' && ev.source?.component === 'cloud-node-controller')
+    .filter((ev) => ev.reason === 'Synced' && ev.source?.component === by)
     .map((ev) => ev.involvedObject.name ?? '');
 }
 
@@ -40,6 +44,8 @@ interface ProviderCase {
   readonly image: RegExp;
   /** Where kube-controller-manager read its cloud config: the CCM mounts the same file from its node. */
   readonly cloudConfig: string;
+  /** Who initialises nodes once external: the CCM's cloud-node controller, or (Azure) each node's manager. */
+  readonly initialiser: Initialiser;
 }
 
 const CASES: readonly ProviderCase[] = [
@@ -50,6 +56,7 @@ const CASES: readonly ProviderCase[] = [
     providerID: /^gce:\/\/ccm-twin-gcp\//,
     image: /^registry\.k8s\.io\/cloud-provider-gcp\/cloud-controller-manager:v30\./,
     cloudConfig: '/etc/gce.conf',
+    initialiser: 'cloud-node-controller',
   },
   {
     title: 'OpenStack (in-tree openstack on kubeadm v1.25)',
@@ -58,6 +65,26 @@ const CASES: readonly ProviderCase[] = [
     providerID: /^openstack:\/\/\//,
     image: /openstack-cloud-controller-manager:v1\.25\./,
     cloudConfig: '/etc/kubernetes/cloud.conf',
+    initialiser: 'cloud-node-controller',
+  },
+  {
+    title: 'vSphere (in-tree vsphere on kubeadm v1.29)',
+    fixture: VSPHERE_MINI,
+    inTree: 'vsphere',
+    providerID: /^vsphere:\/\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+    image: /^registry\.k8s\.io\/cloud-pv-vsphere\/cloud-provider-vsphere:v1\.29\./,
+    cloudConfig: '/etc/kubernetes/vsphere.conf',
+    initialiser: 'cloud-node-controller',
+  },
+  {
+    title: 'Azure (in-tree azure on kubeadm v1.29)',
+    fixture: AZURE_MINI,
+    inTree: 'azure',
+    providerID:
+      /^azure:\/\/\/subscriptions\/7ad62f19-2316-4af1-a819-84d50d5690de\/resourceGroups\/ccm-twin-azure\/providers\/Microsoft\.Compute\/virtualMachines\/[a-z0-9-]+$/,
+    image: /^mcr\.microsoft\.com\/oss\/kubernetes\/azure-cloud-controller-manager:v1\.29\./,
+    cloudConfig: '/etc/kubernetes/azure.json',
+    initialiser: 'cloud-node-manager',
   },
 ];
 
@@ -73,7 +100,7 @@ describe.each(CASES)('$title upgraded to its CCM and back', (c) => {
       );
     const idsAtStart = await providerIDs();
     expect(Object.values(idsAtStart)).toEqual(nodes.map(() => expect.stringMatching(c.providerID)));
-    expect(await syncedByCCM(e2e)).toEqual([]);
+    expect(await syncedBy(e2e, c.initialiser)).toEqual([]);
 
     const up = await e2e.upgrade();
     expect(up.error).toBeUndefined();
@@ -90,9 +117,12 @@ describe.each(CASES)('$title upgraded to its CCM and back', (c) => {
     expect(ccm?.spec?.template.spec?.volumes).toContainEqual(
       expect.objectContaining({ hostPath: { path: c.cloudConfig, type: 'File' } }),
     );
-    // Verify's canary node was tainted and initialised again by the CCM, which gave it the very
-    // providerID the in-tree provider had.
-    expect((await syncedByCCM(e2e)).length).toBeGreaterThan(0);
+    // Verify's canary node was tainted and initialised again by the CCM (on Azure: by its own
+    // cloud-node-manager, the CCM running without cloud-node), which gave it the very providerID the
+    // in-tree provider had.
+    expect((await syncedBy(e2e, c.initialiser)).length).toBeGreaterThan(0);
+    if (c.initialiser === 'cloud-node-manager')
+      expect(await syncedBy(e2e, 'cloud-node-controller')).toEqual([]);
     expect(await providerIDs()).toEqual(idsAtStart);
     expect(await kubeadmConfig(e2e)).not.toContain(`cloud-provider: ${c.inTree}`);
 

@@ -10,6 +10,7 @@ import { loadTwinSpec } from '../../lib/twin/spec.ts';
 import { startTestTwin, type TestTwin } from './running-twin.ts';
 
 const spec = (file: string) => loadTwinSpec(fileURLToPath(new URL(file, import.meta.url)));
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
 let t: TestTwin | undefined;
 afterEach(async () => {
@@ -67,17 +68,6 @@ describe('the GCP twin (kubeadm v1.30, in-tree gce)', () => {
       })
       .toMatch(/built-in cloud providers are disabled/);
   });
-
-  it('is the example spec assets/twins/gcp.yaml made small: same version, cloud and host files', async () => {
-    const [example, mini] = await Promise.all([
-      spec('../../assets/twins/gcp.yaml'),
-      spec('../fixtures/twins/gcp-mini.yaml'),
-    ]);
-    expect(mini.kubernetesVersion).toBe(example.kubernetesVersion);
-    expect(mini.cloud).toEqual(example.cloud);
-    expect(mini.nodeGroups.map((g) => g.files)).toEqual(example.nodeGroups.map((g) => g.files));
-    expect(mini.objects).toEqual(example.objects);
-  });
 });
 
 describe('the OpenStack twin (kubeadm v1.25, in-tree openstack)', () => {
@@ -88,9 +78,7 @@ describe('the OpenStack twin (kubeadm v1.25, in-tree openstack)', () => {
     for (const node of nodes) {
       const name = node.metadata?.name ?? '';
       expect(isNodeReady(node), name).toBe(true);
-      expect(node.spec?.providerID, name).toMatch(
-        /^openstack:\/\/\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
-      );
+      expect(node.spec?.providerID, name).toMatch(new RegExp(`^openstack:///${UUID}$`));
       expect(t.twin.nodes.kubelet(name).flags.get('cloud-provider'), name).toBe('openstack');
     }
     for (const component of ['kube-apiserver', 'kube-controller-manager']) {
@@ -100,5 +88,107 @@ describe('the OpenStack twin (kubeadm v1.25, in-tree openstack)', () => {
       );
       expect(pod.spec?.containers[0]?.command, component).toContain('--cloud-provider=openstack');
     }
+  });
+});
+
+describe('the vSphere twin (kubeadm v1.29, in-tree vsphere)', () => {
+  it('starts with every node Ready, named vsphere://<VM UUID> and zoned by the in-tree provider', async () => {
+    t = await startTestTwin(await spec('../fixtures/twins/vsphere-mini.yaml'));
+    const nodes = (await t.core.listNode()).items;
+    expect(nodes.map((n) => n.metadata?.name).sort()).toEqual(['cp-1', 'worker-1', 'worker-2']);
+    const ids = new Set<string>();
+    for (const node of nodes) {
+      const name = node.metadata?.name ?? '';
+      expect(isNodeReady(node), name).toBe(true);
+      expect(node.spec?.providerID, name).toMatch(new RegExp(`^vsphere://${UUID}$`));
+      ids.add(node.spec?.providerID ?? '');
+      expect(node.metadata?.labels?.['topology.kubernetes.io/zone'], name).toMatch(/^zone-[abc]$/);
+      expect(node.spec?.taints ?? [], name).not.toContainEqual(
+        expect.objectContaining({ key: 'node.cloudprovider.kubernetes.io/uninitialized' }),
+      );
+      const kubelet = t.twin.nodes.kubelet(name).flags;
+      expect([kubelet.get('cloud-provider'), kubelet.get('cloud-config')], name).toEqual([
+        'vsphere',
+        '/etc/kubernetes/vsphere.conf',
+      ]);
+    }
+    // One VM per node: a shared UUID would make the CCM initialise two nodes as one instance.
+    expect(ids.size).toBe(nodes.length);
+  });
+
+  it('runs kube-apiserver and kube-controller-manager with in-tree vsphere and the 1.29 gates', async () => {
+    t = await startTestTwin(await spec('../fixtures/twins/vsphere-mini.yaml'));
+    for (const component of ['kube-apiserver', 'kube-controller-manager']) {
+      const pod = await t.core.readNamespacedPod({ name: `${component}-cp-1`, namespace: 'kube-system' });
+      expect(pod.status?.conditions, component).toContainEqual(
+        expect.objectContaining({ type: 'Ready', status: 'True' }),
+      );
+      expect(pod.spec?.containers[0]?.command, component).toEqual(
+        expect.arrayContaining([
+          '--cloud-provider=vsphere',
+          '--cloud-config=/etc/kubernetes/vsphere.conf',
+          '--feature-gates=DisableCloudProviders=false,DisableKubeletCloudCredentialProviders=false',
+        ]),
+      );
+    }
+  });
+
+  it('carries a legacy INI vsphere.conf that names its credentials Secret and holds none itself', async () => {
+    t = await startTestTwin(await spec('../fixtures/twins/vsphere-mini.yaml'));
+    const conf = await t.readFile('worker-1', '/etc/kubernetes/vsphere.conf');
+    expect(conf).toMatch(/^\[Global\]$/m);
+    expect(conf).toMatch(/^secret-name = "vsphere-credentials"$/m);
+    expect(conf).toMatch(/^\[VirtualCenter "vcenter\.ccm-twin\.example"\]$/m);
+    expect(conf).not.toMatch(/^\s*(user|password)\s*=/m);
+  });
+});
+
+describe('the Azure twin (kubeadm v1.29, in-tree azure)', () => {
+  it('starts with every node Ready, named by its VM in azure.json’s subscription and resource group', async () => {
+    t = await startTestTwin(await spec('../fixtures/twins/azure-mini.yaml'));
+    const config = JSON.parse(await t.readFile('cp-1', '/etc/kubernetes/azure.json')) as Record<
+      string,
+      unknown
+    >;
+    // The managed identity: no client secret in the file.
+    expect(config).toMatchObject({ useManagedIdentityExtension: true });
+    expect(config).not.toHaveProperty('aadClientSecret');
+    const nodes = (await t.core.listNode()).items;
+    expect(nodes.map((n) => n.metadata?.name).sort()).toEqual(['cp-1', 'worker-1', 'worker-2']);
+    for (const node of nodes) {
+      const name = node.metadata?.name ?? '';
+      expect(isNodeReady(node), name).toBe(true);
+      expect(node.spec?.providerID, name).toBe(
+        `azure:///subscriptions/${config.subscriptionId}/resourceGroups/${config.resourceGroup}/providers/Microsoft.Compute/virtualMachines/${name}`,
+      );
+      expect(t.twin.nodes.kubelet(name).flags.get('cloud-provider'), name).toBe('azure');
+    }
+    for (const component of ['kube-apiserver', 'kube-controller-manager']) {
+      const pod = await t.core.readNamespacedPod({ name: `${component}-cp-1`, namespace: 'kube-system' });
+      expect(pod.status?.conditions, component).toContainEqual(
+        expect.objectContaining({ type: 'Ready', status: 'True' }),
+      );
+      expect(pod.spec?.containers[0]?.command, component).toEqual(
+        expect.arrayContaining([
+          '--cloud-provider=azure',
+          '--cloud-config=/etc/kubernetes/azure.json',
+          '--feature-gates=DisableCloudProviders=false,DisableKubeletCloudCredentialProviders=false',
+        ]),
+      );
+    }
+  });
+});
+
+describe.each([
+  ['azure', '../../assets/twins/azure.yaml', '../fixtures/twins/azure-mini.yaml'],
+  ['gcp', '../../assets/twins/gcp.yaml', '../fixtures/twins/gcp-mini.yaml'],
+  ['vsphere', '../../assets/twins/vsphere.yaml', '../fixtures/twins/vsphere-mini.yaml'],
+])('the %s test fixture', (_name, exampleFile, miniFile) => {
+  it('is its example spec made small: same version, cloud and host files', async () => {
+    const [example, mini] = await Promise.all([spec(exampleFile), spec(miniFile)]);
+    expect(mini.kubernetesVersion).toBe(example.kubernetesVersion);
+    expect(mini.cloud).toEqual(example.cloud);
+    expect(mini.nodeGroups.map((g) => g.files)).toEqual(example.nodeGroups.map((g) => g.files));
+    expect(mini.objects).toEqual(example.objects);
   });
 });

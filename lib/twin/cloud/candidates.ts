@@ -1,7 +1,8 @@
 /**
  * Which pods are cloud controllers, read from their containers' command lines the way the binaries read
- * their flags: kube-controller-manager static pods (in-tree `--cloud-provider`) and external
- * cloud-controller-managers (a container named `cloud-controller-manager`).
+ * their flags: kube-controller-manager static pods (in-tree `--cloud-provider`), external
+ * cloud-controller-managers (a container named `cloud-controller-manager`) and per-node cloud node managers
+ * (a container named `cloud-node-manager`, Azure's DaemonSet).
  */
 import { isInTreeProvider } from '../../controlplane/cloud-flag-rules.ts';
 import { booleanFlag, parseFlags } from '../../controlplane/flags.ts';
@@ -21,6 +22,11 @@ export interface ControllerCandidate {
   readonly running: boolean;
   /** Whether it runs the cloud loops (a KCM only with an in-tree provider matching the cloud). */
   readonly cloudLoops: boolean;
+  /**
+   * Whether its cloud loops include the cloud-node controller that initialises tainted nodes: a CCM unless
+   * its `--controllers` turns `cloud-node` off (Azure's `*,-cloud-node`); never a KCM.
+   */
+  readonly initialisesNodes: boolean;
   readonly leaderElect: boolean;
   readonly leaderMigration: boolean;
   /** `--concurrent-node-syncs` (cloud-node controller workers; default 1 in k8s.io/cloud-provider). */
@@ -31,6 +37,21 @@ interface Container {
   name?: string;
   command?: string[];
   args?: string[];
+}
+
+/**
+ * Whether `--controllers` (a comma list; absent: the default `*`) enables `name`, as
+ * k8s.io/controller-manager's IsControllerEnabled reads it: the first explicit `name` or `-name` wins,
+ * else `*` enables it (none of the cloud controllers is disabled by default).
+ */
+export function controllerEnabled(controllers: string | undefined, name: string): boolean {
+  let star = false;
+  for (const item of (controllers ?? '*').split(',').map((c) => c.trim())) {
+    if (item === name) return true;
+    if (item === `-${name}`) return false;
+    if (item === '*') star = true;
+  }
+  return star;
 }
 
 export function podReady(pod: KubeObject): boolean {
@@ -61,10 +82,22 @@ export function controllerCandidate(pod: KubeObject, provider: Provider): Contro
       node: spec?.nodeName ?? '',
       running: podReady(pod) && !pod.metadata.deletionTimestamp,
       cloudLoops,
+      initialisesNodes: !isKcm && controllerEnabled(flags.get('controllers'), 'cloud-node'),
       leaderElect: booleanFlag(flags, 'leader-elect', true),
       leaderMigration: booleanFlag(flags, 'enable-leader-migration', false),
       concurrentNodeSyncs: syncs > 0 ? syncs : 1,
     };
   }
   return undefined;
+}
+
+/**
+ * The node a running cloud-node-manager pod initialises: its own (the DaemonSet passes
+ * `--node-name=$(NODE_NAME)`, and the binary reads only that node; cloud-provider-azure pkg/nodemanager).
+ * Undefined for any other pod, and for one not Ready or being deleted. It elects no leader: one per node.
+ */
+export function nodeManagerNode(pod: KubeObject): string | undefined {
+  const spec = pod.spec as { containers?: Container[]; nodeName?: string } | undefined;
+  if (!spec?.nodeName || !spec.containers?.some((c) => c.name === 'cloud-node-manager')) return undefined;
+  return podReady(pod) && !pod.metadata.deletionTimestamp ? spec.nodeName : undefined;
 }

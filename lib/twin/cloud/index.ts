@@ -1,7 +1,9 @@
 /**
  * The twin's cloud controllers: kube-controller-manager's cloud loops (while a KCM with an in-tree
- * `--cloud-provider` leads) and external cloud-controller-managers (any Ready pod with a
- * `cloud-controller-manager` container for the cloud's provider). They meet the cluster only through the
+ * `--cloud-provider` leads), external cloud-controller-managers (any Ready pod with a
+ * `cloud-controller-manager` container for the cloud's provider; node initialisation only when its
+ * `--controllers` keeps `cloud-node`) and per-node cloud-node-managers (Azure's DaemonSet: a Ready pod with
+ * a `cloud-node-manager` container initialises the node it runs on). They meet the cluster only through the
  * store: controller pods and their readiness come from the kubelets, leadership from Leases, and the
  * loops (node initialisation, node lifecycle, load balancers) write Nodes, Services and Events.
  * One timer (the leader election retry period) drives renewals, retries and the lifecycle pass; pod,
@@ -10,7 +12,7 @@
 import type { TwinContext } from '../context.ts';
 import type { Provider } from '../spec.ts';
 import type { KubeObject, StoreEvent } from '../store.ts';
-import { controllerCandidate, podReady } from './candidates.ts';
+import { controllerCandidate, nodeManagerNode, podReady } from './candidates.ts';
 import { electionTimings, LeaderElection, type Participant } from './leader-election.ts';
 import type { CloudModel } from './model.ts';
 import { CloudNodeController } from './node-init.ts';
@@ -30,6 +32,11 @@ export interface ActiveController {
 export interface CloudControllers {
   /** The controller processes running the cloud loops now. */
   active(): readonly ActiveController[];
+  /**
+   * Whether something initialises this node now, were it tainted: a leading CCM whose loops include
+   * cloud-node, or the node's own Ready cloud-node-manager.
+   */
+  initialises(node: string): boolean;
   stop(): Promise<void>;
 }
 
@@ -71,13 +78,19 @@ export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): Clou
   const apiServers = new Set<string>();
   const apiUp = (): boolean => apiServers.size > 0 && !ctx.faults.apiOutageAt();
 
+  /** Ready cloud-node-manager pods (by pod key) and the node each initialises; and how many per node. */
+  const nodeManagers = new Map<string, string>();
+  const managersOn = new Map<string, number>();
+  const hasNodeManager = (node: string): boolean => (managersOn.get(node) ?? 0) > 0;
+  const countManager = (node: string | undefined, delta: number): void => {
+    if (node) managersOn.set(node, (managersOn.get(node) ?? 0) + delta);
+  };
+  /** Only a cloud-controller-manager with cloud-node initialises nodes: the in-tree KCM never removed that taint. */
+  const nodeInitRunner = () =>
+    election.cloudLoopRunners().find((p) => p.kind === 'cloud-controller-manager' && p.initialisesNodes);
   const nodeInit = new CloudNodeController(ctx, cloud, {
-    // Only a cloud-controller-manager initialises nodes: the in-tree KCM never removed that taint.
-    workers: () => {
-      if (!apiUp()) return 0;
-      const ccm = election.cloudLoopRunners().find((p) => p.kind === 'cloud-controller-manager');
-      return ccm?.concurrentNodeSyncs ?? 0;
-    },
+    workers: () => (apiUp() ? (nodeInitRunner()?.concurrentNodeSyncs ?? 0) : 0),
+    nodeManagerRuns: (node) => apiUp() && hasNodeManager(node),
   });
   const lifecycle = new CloudNodeLifecycleController(ctx, cloud);
   const services = new ServiceController(ctx, cloud.provider, cloud.region);
@@ -124,6 +137,7 @@ export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): Clou
 
   const electionSoon = coalesced(round);
   const servicesSoon = coalesced(syncServices);
+  const nodeInitSoon = coalesced(() => nodeInit.pump());
 
   const onPod = (pod: KubeObject, deleted: boolean): void => {
     const key = objectKey(pod);
@@ -135,6 +149,14 @@ export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): Clou
     }
     if (election.observe(key, deleted ? undefined : controllerCandidate(pod, cloud.provider))) {
       electionSoon.trigger();
+    }
+    const managed = deleted ? undefined : nodeManagerNode(pod);
+    if (managed !== nodeManagers.get(key)) {
+      countManager(nodeManagers.get(key), -1);
+      countManager(managed, 1);
+      if (managed) nodeManagers.set(key, managed);
+      else nodeManagers.delete(key);
+      nodeInitSoon.trigger();
     }
   };
 
@@ -164,8 +186,9 @@ export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): Clou
 
   const timer = setInterval(() => {
     round();
-    if (loopsRun()) {
-      lifecycle.monitor();
+    if (loopsRun()) lifecycle.monitor();
+    // Node managers retry their own node whether or not a CCM leads.
+    if (loopsRun() || (apiUp() && nodeManagers.size > 0)) {
       nodeInit.retryFailed();
       nodeInit.pump();
     }
@@ -178,6 +201,7 @@ export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): Clou
     clearInterval(timer);
     electionSoon.cancel();
     servicesSoon.cancel();
+    nodeInitSoon.cancel();
     unsubscribe();
     nodeInit.stop();
   };
@@ -193,6 +217,7 @@ export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): Clou
         provider: cloud.provider,
         leaderMigration: p.leaderMigration,
       })),
+    initialises: (node) => nodeInitRunner() !== undefined || hasNodeManager(node),
     stop: async () => stop(),
   };
 }

@@ -1,9 +1,11 @@
 /**
- * The cloud-node controller of a cloud-controller-manager (k8s.io/cloud-provider/controllers/node):
- * initialises each node that carries the uninitialized taint with what the cloud knows of its instance
- * (providerID, addresses, topology and instance-type labels), then removes the taint. A node whose instance
- * is not found stays tainted and is retried later, as the real controller logs and requeues it.
- * Workers: `--concurrent-node-syncs` of the CCM; each initialisation takes `latencies.nodeInit`.
+ * The cloud-node controller of a cloud-controller-manager (k8s.io/cloud-provider/controllers/node), and
+ * Azure's cloud-node-manager, which runs the same initialisation for its own node only
+ * (cloud-provider-azure pkg/nodemanager): each node that carries the uninitialized taint gets what the
+ * cloud knows of its instance (providerID, addresses, topology and instance-type labels), then loses the
+ * taint. A node whose instance is not found stays tainted and is retried later, as the real controller logs
+ * and requeues it. Workers: `--concurrent-node-syncs` of the leading CCM, plus one per node whose
+ * cloud-node-manager runs; each initialisation takes `latencies.nodeInit`.
  */
 
 import { UNINITIALIZED_TAINT } from '../../kube/well-known.ts';
@@ -35,8 +37,17 @@ export function instanceOf(cloud: CloudModel, node: KubeObject): Instance | unde
 }
 
 export interface NodeInitOptions {
-  /** Workers allowed now: 0 while no cloud-controller-manager runs the loop (or the API is down). */
+  /** CCM workers allowed now: 0 while no cloud-controller-manager runs the cloud-node loop (or the API is down). */
   readonly workers: () => number;
+  /** Whether the node's own cloud-node-manager runs now (and reaches the API): it needs no CCM worker. */
+  readonly nodeManagerRuns: (node: string) => boolean;
+}
+
+type Initialiser = 'cloud-node-controller' | 'cloud-node-manager';
+
+interface InFlight {
+  readonly timer: NodeJS.Timeout;
+  readonly by: Initialiser;
 }
 
 export class CloudNodeController {
@@ -47,7 +58,7 @@ export class CloudNodeController {
   readonly #queue = new Set<string>();
   /** Nodes whose instance was not found: back in the queue at the next retry. */
   readonly #failed = new Set<string>();
-  readonly #inFlight = new Map<string, NodeJS.Timeout>();
+  readonly #inFlight = new Map<string, InFlight>();
 
   constructor(ctx: TwinContext, cloud: CloudModel, opts: NodeInitOptions) {
     this.#ctx = ctx;
@@ -71,36 +82,46 @@ export class CloudNodeController {
     this.#failed.clear();
   }
 
-  /** Start workers up to the allowed number. */
+  /** Start the node managers of queued nodes, and CCM workers up to the allowed number. */
   pump(): void {
     const workers = this.#opts.workers();
+    let busy = [...this.#inFlight.values()].filter((f) => f.by === 'cloud-node-controller').length;
     for (const name of this.#queue) {
-      if (this.#inFlight.size >= workers || this.#ctx.signal.aborted) return;
+      if (this.#ctx.signal.aborted) return;
+      const by: Initialiser = this.#opts.nodeManagerRuns(name)
+        ? 'cloud-node-manager'
+        : 'cloud-node-controller';
+      if (by === 'cloud-node-controller') {
+        if (busy >= workers) continue;
+        busy++;
+      }
       this.#queue.delete(name);
       const timer = setTimeout(() => {
         this.#inFlight.delete(name);
         try {
-          this.#sync(name);
+          this.#sync(name, by);
         } catch {
           // A write the store refused (the node changed or went): try this node again later.
           this.#failed.add(name);
         }
         this.pump();
       }, this.#ctx.spec.latencies.nodeInit);
-      this.#inFlight.set(name, timer);
+      this.#inFlight.set(name, { timer, by });
     }
   }
 
   stop(): void {
-    for (const timer of this.#inFlight.values()) clearTimeout(timer);
+    for (const { timer } of this.#inFlight.values()) clearTimeout(timer);
     this.#inFlight.clear();
   }
 
-  #sync(name: string): void {
+  #sync(name: string, by: Initialiser): void {
     const node = this.#ctx.store.tryGet('nodes', undefined, name);
     if (!node || !hasUninitializedTaint(node)) return;
-    if (this.#opts.workers() === 0) {
-      // The leader went away mid-initialisation: the next one starts this node again.
+    const stillRuns =
+      by === 'cloud-node-manager' ? this.#opts.nodeManagerRuns(name) : this.#opts.workers() > 0;
+    if (!stillRuns) {
+      // The leader or the node manager went away mid-initialisation: the next one starts this node again.
       this.#queue.add(name);
       return;
     }
@@ -129,7 +150,7 @@ export class CloudNodeController {
       type: 'Normal',
       reason: 'Synced',
       message: 'Node synced successfully',
-      component: 'cloud-node-controller',
+      component: by,
     });
   }
 }
