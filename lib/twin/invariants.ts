@@ -1,8 +1,8 @@
 /**
  * The invariant monitor: records every interval in which the simulated cluster was in a state a migration
  * must never leave it in:
- * - `uninitialized-without-cloud-controller`: a node carried the uninitialized taint while no cloud
- *   controller ran the cloud loops (nothing would ever initialise it);
+ * - `uninitialized-without-cloud-controller`: a node carried the uninitialized taint while nothing would
+ *   initialise it: no CCM running the cloud-node loop, and no cloud-node-manager of its own (Azure);
  * - `two-cloud-controllers`: two controllers ran the cloud loops at once (a KCM with an in-tree provider
  *   and a CCM, or two of a kind), unless all of them use leader migration;
  * - `api-unavailable`: the API did not answer, once it had answered (a booting cluster is not a violation)
@@ -52,7 +52,7 @@ const WATCHED = new Set(['nodes', 'pods', 'leases.coordination.k8s.io']);
 
 export function startInvariantMonitor(opts: {
   ctx: TwinContext;
-  controllers: Pick<CloudControllers, 'active'>;
+  controllers: Pick<CloudControllers, 'active' | 'initialises'>;
   apiAvailable: () => boolean;
   sampleMs?: number;
 }): InvariantMonitor {
@@ -99,17 +99,14 @@ export function startInvariantMonitor(opts: {
     if (stopped) return;
     const now = Date.now();
     const active = controllers.active();
-    const uninitialized = track(
-      'uninitialized-without-cloud-controller',
-      tainted.size > 0 && active.length === 0,
-      now,
-    );
+    const waiting = [...tainted].filter((node) => !controllers.initialises(node));
+    const uninitialized = track('uninitialized-without-cloud-controller', waiting.length > 0, now);
     if (uninitialized) {
-      for (const node of tainted) {
+      for (const node of waiting) {
         if (uninitialized.nodes.size >= MAX_LISTED_NODES) break;
         uninitialized.nodes.add(node);
       }
-      uninitialized.maxNodes = Math.max(uninitialized.maxNodes, tainted.size);
+      uninitialized.maxNodes = Math.max(uninitialized.maxNodes, waiting.length);
     }
     const two = track(
       'two-cloud-controllers',

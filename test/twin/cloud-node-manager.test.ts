@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { controllerCandidate, controllerEnabled } from '../../lib/twin/cloud/candidates.ts';
+import { startInvariantMonitor } from '../../lib/twin/invariants.ts';
 import type { KubeObject, ObjectStore } from '../../lib/twin/store.ts';
 import {
   type CloudHarness,
@@ -158,5 +159,36 @@ describe('Azure node initialisation by cloud-node-manager', () => {
     await until(() => !tainted(node(t.store, 'worker-2')), 'worker-2 initialised by the CCM');
     expect(t.controllers.initialises('worker-2')).toBe(true);
     expect(syncedBy(t.store, 'cloud-node-controller')).toEqual(['worker-2']);
+  });
+});
+
+describe('the invariant monitor on Azure', () => {
+  it('records a tainted node that only a CCM without cloud-node runs beside, until its node manager comes', async () => {
+    const t = await azure();
+    const monitor = startInvariantMonitor({
+      ctx: t.ctx,
+      controllers: t.controllers,
+      apiAvailable: () => true,
+      sampleMs: 5,
+    });
+    try {
+      writeAzureCcm(t.store);
+      await until(() => lease(t.store, 'cloud-controller-manager')?.holderIdentity, 'the CCM to lead');
+      writeNode(t.store, 'worker-1', { uninitialized: true });
+      await pause(40);
+      writeNodeManager(t.store, 'worker-1');
+      await until(() => !tainted(node(t.store, 'worker-1')), 'worker-1 initialised by its node manager');
+      const [violation] = await until(
+        () => monitor.violations().length > 0 && monitor.violations(),
+        'the interval to close',
+      );
+      expect(violation).toMatchObject({
+        kind: 'uninitialized-without-cloud-controller',
+        detail: { nodes: ['worker-1'] },
+      });
+      expect(violation?.durationMs).toBeGreaterThanOrEqual(30);
+    } finally {
+      await monitor.stop();
+    }
   });
 });
