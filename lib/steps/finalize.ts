@@ -33,6 +33,11 @@ async function finishWithError(
   says: string,
 ): Promise<RunOutcome> {
   const message = event.error.Cause ?? event.error.Error;
+  // A run refused at its start (ClusterLocked: another run holds the cluster) has no record to finish.
+  if ((await ctx.store.get(event.clusterId, event.runId)) === undefined) {
+    ctx.progress({ step, message: `run ${event.runId} never began: ${event.error.Error}: ${message}` });
+    return { status, clusterId: event.clusterId, runId: event.runId };
+  }
   await ctx.store.finish(event.clusterId, event.runId, {
     status,
     error: { name: event.error.Error, message },

@@ -3,6 +3,9 @@
  * no object applied. (Unreachable APIs, unknown contexts and broken kubeconfigs: test/cli/upgrade.test.ts.)
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { localContext } from '../../lib/local/context.ts';
+import { runLocally } from '../../lib/local/engine.ts';
+import { migrationWorkflow, stepHandlers } from '../../lib/local/migration.ts';
 import { FIXTURES, type FileEdit, fixtureSpec, kubeletExternal } from '../twin/running-twin.ts';
 import { type E2E, nodeFiles, startE2E } from './harness.ts';
 
@@ -82,5 +85,21 @@ describe('an upgrade refused in preflight', () => {
       'PreflightFailed',
       /half-migrated by a run ccm-migrate does not know/,
     );
+  });
+
+  it('ends ClusterLocked for a second run of a cluster another run holds, and leaves that run alone', async () => {
+    e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini));
+    await e2e.store.begin({ clusterId: 'aws-mini', runId: 'up-other', kind: 'upgrade' });
+    // As in AWS, where each request names its own run: not local mode, which resumes the holder.
+    const ctx = { ...localContext({ clients: e2e.t, pollMs: 10 }), store: e2e.store };
+    const result = await runLocally({
+      workflow: migrationWorkflow('upgrade'),
+      handlers: stepHandlers(ctx),
+      input: { clusterId: 'aws-mini', runId: 'up-second', maxUnavailable: 1, options: {} },
+    });
+    expect(result.error?.name, result.error?.cause).toBe('ClusterLocked');
+    expect(result.error?.cause).toMatch(/held by upgrade run up-other/);
+    expect((await e2e.store.current('aws-mini'))?.runId).toBe('up-other');
+    expect(await e2e.store.get('aws-mini', 'up-second')).toBeUndefined();
   });
 });
