@@ -3,8 +3,9 @@
  * (no lookup, so synth works offline): `-c vpcId=vpc-… -c subnetIds=subnet-a,subnet-b -c securityGroupId=sg-…
  * -c availabilityZones=eu-west-1a,eu-west-1b`; without it the functions run outside any VPC.
  */
-import { App, aws_ec2 as ec2, Stack, Validations } from 'aws-cdk-lib';
+import { App, CfnOutput, aws_ec2 as ec2, Stack, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { STACK_OUTPUTS } from '../lib/aws/stack-outputs.ts';
 import { MigrationOrchestrator, type MigrationOrchestratorProps } from './orchestrator.ts';
 
 const app = new App();
@@ -36,6 +37,13 @@ function network(): MigrationOrchestratorProps {
   };
 }
 
-new MigrationOrchestrator(stack, 'CcmMigrate', network());
+const orchestrator = new MigrationOrchestrator(stack, 'CcmMigrate', network());
+// What `ccm-migrate … --aws --stack-outputs F` reads from `npx cdk deploy --outputs-file F`.
+new CfnOutput(stack, STACK_OUTPUTS.upgrade, { value: orchestrator.upgrade.stateMachineArn });
+new CfnOutput(stack, STACK_OUTPUTS.downgrade, { value: orchestrator.downgrade.stateMachineArn });
+new CfnOutput(stack, STACK_OUTPUTS.bus, { value: orchestrator.bus.eventBusName });
+new CfnOutput(stack, STACK_OUTPUTS.table, { value: orchestrator.table.tableName });
+new CfnOutput(stack, STACK_OUTPUTS.key, { value: orchestrator.key.keyArn });
+new CfnOutput(stack, STACK_OUTPUTS.topic, { value: orchestrator.topic.topicArn });
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
 app.synth();

@@ -1,8 +1,8 @@
 /**
  * The deployable ccm-migrate: one construct a platform team drops into its own CDK app (or deploys through
  * cdk/app.ts). It holds the upgrade and downgrade state machines (state-machines/, one Lambda per step), the
- * run table, the event bus with the rule that starts runs, the rule that sees runs end, and a topic for
- * notifications. Each function's role grants exactly the calls it makes.
+ * run table, the event bus with the rule that starts runs, the rule that sees runs end, a topic for
+ * notifications, and alarms and a dashboard (cdk/monitoring.ts). Each function's role grants exactly the calls it makes.
  */
 import {
   ArnFormat,
@@ -31,6 +31,7 @@ import { DOWNGRADE_TIMEOUT, downgradeDefinition } from '../state-machines/downgr
 import { lambdaStepTasks, STEP_IDS, type StepId } from '../state-machines/steps.ts';
 import { UPGRADE_TIMEOUT, upgradeDefinition } from '../state-machines/upgrade.ts';
 import { bundlingFor, entryOf, type FunctionId, PROJECT_ROOT, talksToCluster } from './bundling.ts';
+import { Monitoring } from './monitoring.ts';
 
 export interface MigrationOrchestratorProps {
   /** The VPC whose subnets reach the clusters' API endpoints; without it the functions run outside any VPC. */
@@ -73,6 +74,8 @@ export class MigrationOrchestrator extends Construct {
   readonly upgrade: sfn.StateMachine;
   readonly downgrade: sfn.StateMachine;
   readonly functions: ReadonlyMap<FunctionId, nodejs.NodejsFunction>;
+  /** The alarms (notifying the topic) and the dashboard. */
+  readonly monitoring: Monitoring;
 
   constructor(scope: Construct, id: string, props: MigrationOrchestratorProps = {}) {
     super(scope, id);
@@ -274,7 +277,14 @@ export class MigrationOrchestrator extends Construct {
       eventPattern: NOTIFY_PATTERN,
       targets: [new targets.SnsTopic(this.topic)],
     });
-    // EventBridge publishes to the encrypted topic with the key: it needs to use the key for that.
-    this.key.grant(new iam.ServicePrincipal('events.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
+    this.monitoring = new Monitoring(this, 'Monitoring', {
+      machines: { upgrade: this.upgrade, downgrade: this.downgrade },
+      functions: [...functions.values()],
+      topic: this.topic,
+    });
+    // EventBridge and CloudWatch alarms publish to the encrypted topic with the key: they need to use it.
+    for (const service of ['events.amazonaws.com', 'cloudwatch.amazonaws.com']) {
+      this.key.grant(new iam.ServicePrincipal(service), 'kms:Decrypt', 'kms:GenerateDataKey*');
+    }
   }
 }

@@ -3,6 +3,8 @@
  * those named in SAFE_FIELDS: an event or a step's result is never logged whole, so a payload that carried
  * a secret by mistake could still not reach the logs.
  */
+import { emfCount } from './metrics.ts';
+
 const SAFE_FIELDS = [
   'step',
   'clusterId',
@@ -19,6 +21,8 @@ export type LogFields = Partial<Record<(typeof SAFE_FIELDS)[number], string | nu
 export interface Logger {
   info(message: string, fields?: LogFields): void;
   error(message: string, fields?: LogFields): void;
+  /** Count one of metric `name` (lib/aws/metrics.ts); dimension values are ids and outcomes, nothing else. */
+  count(name: string, dimensions: Readonly<Record<string, string>>): void;
 }
 
 export function jsonLogger(
@@ -31,6 +35,7 @@ export function jsonLogger(
   return {
     info: (message, fields) => log('info', message, fields),
     error: (message, fields) => log('error', message, fields),
+    count: (name, dimensions) => write(emfCount(name, dimensions)),
   };
 }
 

@@ -10,12 +10,16 @@ import { RunIds } from '../steps/schemas.ts';
 import { parseInput, type RunKind } from '../store/run-record.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { ENV, envVar } from './env.ts';
+import { jsonLogger, type Logger } from './logger.ts';
+import { METRICS, type RunOutcome } from './metrics.ts';
 import { publish } from './publish.ts';
 
 export interface RunEndedDeps {
   readonly store: RunStore;
   readonly events?: EventBridgeClient;
   readonly env?: NodeJS.ProcessEnv;
+  /** Where the RunsEnded metric goes (the function's log, as Embedded Metric Format). */
+  readonly logger?: Logger;
 }
 
 let defaultEvents: EventBridgeClient | undefined;
@@ -33,9 +37,12 @@ export async function onRunEnded(event: unknown, deps: RunEndedDeps): Promise<{ 
     detail.stateMachineArn === env[ENV.downgradeStateMachineArn] ? 'downgrade' : 'upgrade';
   const bus = envVar(ENV.eventBusName, env);
   const ids = { clusterId, runId, kind, executionArn: detail.executionArn };
+  const count = (outcome: RunOutcome) =>
+    (deps.logger ?? jsonLogger()).count(METRICS.runsEnded, { Kind: kind, Outcome: outcome });
 
   if (detail.status === 'SUCCEEDED') {
     await publish(events, bus, { source: 'ccm-migrate', 'detail-type': 'MigrationSucceeded', detail: ids });
+    count('succeeded');
     return { released: false };
   }
   let released = false;
@@ -56,6 +63,7 @@ export async function onRunEnded(event: unknown, deps: RunEndedDeps): Promise<{ 
       'detail-type': 'MigrationRolledBack',
       detail: { ...ids, ...(detail.cause ? { cause: short(detail.cause) } : {}) },
     });
+    count('rolled-back');
   } else {
     await publish(events, bus, {
       source: 'ccm-migrate',
@@ -67,6 +75,7 @@ export async function onRunEnded(event: unknown, deps: RunEndedDeps): Promise<{ 
         ...(detail.cause ? { cause: short(detail.cause) } : {}),
       },
     });
+    count('failed');
   }
   return { released };
 }

@@ -6,7 +6,8 @@
 import { createHash } from 'node:crypto';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
-import { MigrationRequested, type MigrationRequestedDetail } from '../events.ts';
+import type * as z from 'zod';
+import { MigrationRequested, MigrationRequestedDetail } from '../events.ts';
 import { type UpgradeInput, UpgradeInputSchema } from '../steps/schemas.ts';
 import { parseInput } from '../store/run-record.ts';
 import { ENV, envVar } from './env.ts';
@@ -40,14 +41,29 @@ let clients: { sfn: SFNClient; events: EventBridgeClient } | undefined;
 
 export async function startRequestedRun(event: unknown, deps: StarterDeps = {}): Promise<StartOutcome> {
   clients ??= { sfn: new SFNClient({}), events: new EventBridgeClient({}) };
-  const sfn = deps.sfn ?? clients.sfn;
-  const events = deps.events ?? clients.events;
   const env = deps.env ?? process.env;
   const { detail } = parseInput(MigrationRequested, event, 'MigrationRequested event');
   const stateMachineArn = envVar(
     detail.kind === 'upgrade' ? ENV.upgradeStateMachineArn : ENV.downgradeStateMachineArn,
     env,
   );
+  const outcome = await startRun(deps.sfn ?? clients.sfn, stateMachineArn, detail);
+  if (outcome.started) {
+    await announceStarted(deps.events ?? clients.events, envVar(ENV.eventBusName, env), detail, outcome);
+  }
+  return outcome;
+}
+
+/**
+ * StartExecution of one request (the starter's and the CLI's way): the execution named after the request,
+ * its input ids and options only; ExecutionAlreadyExists means this request started it already.
+ */
+export async function startRun(
+  sfn: SFNClient,
+  stateMachineArn: string,
+  request: z.input<typeof MigrationRequestedDetail>,
+): Promise<StartOutcome> {
+  const detail = MigrationRequestedDetail.parse(request);
   const runId = runIdFor(detail);
   const name = executionNameFor(detail.clusterId, runId);
   const input: UpgradeInput = UpgradeInputSchema.parse({
@@ -56,28 +72,39 @@ export async function startRequestedRun(event: unknown, deps: StarterDeps = {}):
     maxUnavailable: detail.maxUnavailable,
     options: detail.options,
   });
-  let executionArn: string;
   try {
     const answer = await sfn.send(
       new StartExecutionCommand({ stateMachineArn, name, input: JSON.stringify(input) }),
     );
-    executionArn = answer.executionArn ?? executionArnOf(stateMachineArn, name);
+    return {
+      executionArn: answer.executionArn ?? executionArnOf(stateMachineArn, name),
+      runId,
+      started: true,
+    };
   } catch (err) {
     if ((err as { name?: string }).name !== 'ExecutionAlreadyExists') throw err;
     return { executionArn: executionArnOf(stateMachineArn, name), runId, started: false };
   }
-  await publish(events, envVar(ENV.eventBusName, env), {
+}
+
+/** MigrationStarted on the bus, for a run this request started. */
+export function announceStarted(
+  events: EventBridgeClient,
+  busName: string,
+  detail: Pick<MigrationRequestedDetail, 'clusterId' | 'kind' | 'requestId'>,
+  outcome: StartOutcome,
+): Promise<void> {
+  return publish(events, busName, {
     source: 'ccm-migrate',
     'detail-type': 'MigrationStarted',
     detail: {
       clusterId: detail.clusterId,
-      runId,
+      runId: outcome.runId,
       kind: detail.kind,
       requestId: detail.requestId,
-      executionArn,
+      executionArn: outcome.executionArn,
     },
   });
-  return { executionArn, runId, started: true };
 }
 
 /** arn:…:stateMachine:M → arn:…:execution:M:name */

@@ -2,8 +2,12 @@
  * The `ccm-migrate` command. Each subcommand parses its flags (commander gives every one a --help),
  * calls one function, and turns known failures into a one-line message and a documented exit code.
  */
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { SFNClient } from '@aws-sdk/client-sfn';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { type StackTarget, stackTargetFromOutputs } from '../aws/stack-outputs.ts';
 import type { DesiredMode } from '../drift/findings.ts';
 import { CcmMigrateError } from '../errors.ts';
 import { clientsFromKubeconfigFile } from '../kube/clients.ts';
@@ -13,8 +17,9 @@ import { ResourceName } from '../steps/schemas.ts';
 import { defaultStateDir, LocalRunStore } from '../store/local-store.ts';
 import { loadTwinSpec, TwinSpecError } from '../twin/spec.ts';
 import { TwinStartError } from '../twin/twin.ts';
+import { awsMigrationCommand, awsStatusCommand } from './aws.ts';
 import { demo } from './demo.ts';
-import { driftCommand } from './drift.ts';
+import { driftCommand, fleetDriftCommand } from './drift.ts';
 import { CliError, EXIT, exitCodeForError } from './exit-codes.ts';
 import { migrationCommand } from './migration.ts';
 import { planCommand } from './plan.ts';
@@ -59,14 +64,14 @@ interface ClusterFlags {
   agentImage?: string;
 }
 
-function clusterCommand(program: Command, name: string): Command {
-  return program
-    .command(name)
-    .requiredOption(
-      '--cluster-id <id>',
-      'the cluster’s id in the run store (lower-case letters, digits, -)',
-      clusterId,
-    )
+function clusterCommand(program: Command, name: string, opts: { fleet?: boolean } = {}): Command {
+  const help = 'the cluster’s id in the run store (lower-case letters, digits, -)';
+  const command = program.command(name);
+  // A command that can also work on a whole fleet takes the cluster id as an option instead.
+  opts.fleet
+    ? command.option('--cluster-id <id>', help, clusterId)
+    : command.requiredOption('--cluster-id <id>', help, clusterId);
+  return command
     .option('--kubeconfig <file>', 'kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)')
     .option('--context <name>', 'kubeconfig context (default: the current one)')
     .addOption(
@@ -76,6 +81,49 @@ function clusterCommand(program: Command, name: string): Command {
       ).choices(PROVIDERS),
     )
     .option('--agent-image <image>', 'image of the node agent Jobs (any Node 22 image)');
+}
+
+/** The flags that point a command at the deployed stack instead of a kubeconfig. */
+interface AwsFlags {
+  aws: boolean;
+  stackOutputs?: string;
+  stateMachineArn?: string;
+}
+
+function awsOptions(command: Command, machine: string): Command {
+  return command
+    .option('--aws', 'run on the deployed stack (Step Functions) instead of in-process', false)
+    .option('--stack-outputs <file>', 'with --aws: the file of `npx cdk deploy --outputs-file`')
+    .option(
+      '--state-machine-arn <arn>',
+      `with --aws: the ${machine} state machine (instead of --stack-outputs)`,
+    );
+}
+
+async function stackTarget(o: AwsFlags, kind?: MigrationKind): Promise<StackTarget> {
+  if (o.stateMachineArn) return kind ? { [kind]: o.stateMachineArn } : { upgrade: o.stateMachineArn };
+  if (!o.stackOutputs) {
+    throw new CliError('--aws needs --stack-outputs <file> or --state-machine-arn <arn>', EXIT.badInput);
+  }
+  let text: string;
+  try {
+    text = await readFile(o.stackOutputs, 'utf8');
+  } catch (err) {
+    throw new CliError(`cannot read ${o.stackOutputs}: ${(err as Error).message}`, EXIT.badInput);
+  }
+  return stackTargetFromOutputs(text, o.stackOutputs);
+}
+
+function requestId(value: string): string {
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(value))
+    throw new InvalidArgumentError('letters, digits, _ and -, at most 64');
+  return value;
+}
+
+function pollSeconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0 || n > 300) throw new InvalidArgumentError('expected seconds, 0–300');
+  return n;
 }
 
 function clusterTarget(o: ClusterFlags) {
@@ -120,20 +168,56 @@ export function buildProgram(): Command {
     });
 
   const migration = (kind: MigrationKind, description: string): void => {
-    clusterCommand(program, kind)
+    awsOptions(clusterCommand(program, kind), kind)
       .description(description)
       .option('--max-unavailable <n>', 'kubelets restarted at once', positiveInt, 1)
       .option('--state-dir <dir>', 'run records (default: $CCM_MIGRATE_STATE_DIR or ~/.ccm-migrate)')
       .option('--yes', 'do not ask for confirmation', false)
-      .action(async (o: ClusterFlags & { maxUnavailable: number; stateDir?: string; yes: boolean }) => {
-        await migrationCommand({
-          kind,
-          ...clusterTarget(o),
-          store: new LocalRunStore(o.stateDir ?? defaultStateDir()),
-          maxUnavailable: o.maxUnavailable,
-          yes: o.yes,
-        });
-      });
+      .option('--request-id <id>', 'with --aws: the same id again follows the same execution', requestId)
+      .option('--poll-interval <s>', 'with --aws: seconds between two looks at the execution', pollSeconds, 5)
+      .action(
+        async (
+          o: ClusterFlags &
+            AwsFlags & {
+              maxUnavailable: number;
+              stateDir?: string;
+              yes: boolean;
+              requestId?: string;
+              pollInterval: number;
+            },
+        ) => {
+          if (o.aws) {
+            const local = (['kubeconfig', 'context', 'agentImage', 'stateDir'] as const).filter((k) => o[k]);
+            if (local.length > 0) {
+              throw new CliError(
+                `--${local.map((k) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join(', --')} ` +
+                  'do not apply with --aws: the stack reads the kubeconfig from Secrets Manager',
+                EXIT.badInput,
+              );
+            }
+            await awsMigrationCommand({
+              kind,
+              clusterId: o.clusterId,
+              sfn: new SFNClient({}),
+              events: new EventBridgeClient({}),
+              target: await stackTarget(o, kind),
+              maxUnavailable: o.maxUnavailable,
+              options: o.provider ? { provider: o.provider } : {},
+              yes: o.yes,
+              pollMs: o.pollInterval * 1000,
+              ...(o.requestId ? { requestId: o.requestId } : {}),
+            });
+            return;
+          }
+          await migrationCommand({
+            kind,
+            ...clusterTarget(o),
+            store: new LocalRunStore(o.stateDir ?? defaultStateDir()),
+            maxUnavailable: o.maxUnavailable,
+            yes: o.yes,
+          });
+        },
+      );
   };
   migration(
     'upgrade',
@@ -144,7 +228,7 @@ export function buildProgram(): Command {
     'Put one cluster back on its in-tree cloud provider, undoing the last upgrade ccm-migrate ran on it (node files restored byte for byte from its backups, the CCM removed). Resumes an unfinished downgrade.',
   );
 
-  clusterCommand(program, 'drift')
+  clusterCommand(program, 'drift', { fleet: true })
     .description(
       'Check one cluster against what it should be (external or in-tree): control-plane and kubelet flags, the CCM, stuck nodes, kubeadm-config, leftovers. Read-only (shallow); --deep also reads every kubelet through the node agent.',
     )
@@ -157,8 +241,35 @@ export function buildProgram(): Command {
     .option('--deep', 'also read every node’s kubelet flags through the node agent (one Job per node)', false)
     .option('--json', 'print the report as JSON', false)
     .option('--state-dir <dir>', 'run records (default: $CCM_MIGRATE_STATE_DIR or ~/.ccm-migrate)')
+    .addOption(
+      new Option(
+        '--registry <file>',
+        'check every cluster of this fleet file (YAML/JSON: clusterId, provider, desiredMode, kubeconfig path) instead of one',
+      ).conflicts(['clusterId', 'kubeconfig', 'context', 'expect', 'stateDir']),
+    )
+    .option('--concurrency <n>', 'with --registry: clusters checked at once', positiveInt, 10)
     .action(
-      async (o: ClusterFlags & { expect?: DesiredMode; deep: boolean; json: boolean; stateDir?: string }) => {
+      async (
+        o: ClusterFlags & {
+          expect?: DesiredMode;
+          deep: boolean;
+          json: boolean;
+          stateDir?: string;
+          registry?: string;
+          concurrency: number;
+        },
+      ) => {
+        if (o.registry) {
+          await fleetDriftCommand({
+            registry: o.registry,
+            deep: o.deep,
+            json: o.json,
+            concurrency: o.concurrency,
+            ...(o.agentImage ? { agentImage: o.agentImage } : {}),
+          });
+          return;
+        }
+        if (!o.clusterId) throw new CliError('--cluster-id or --registry is required', EXIT.badInput);
         const target = clusterTarget(o);
         await driftCommand({
           clients: target.clients,
@@ -172,6 +283,19 @@ export function buildProgram(): Command {
         });
       },
     );
+
+  awsOptions(
+    program
+      .command('status')
+      .description('List one cluster’s upgrade and downgrade runs on the deployed stack, newest first.')
+      .requiredOption('--cluster-id <id>', 'the cluster’s id', clusterId),
+    'upgrade or downgrade',
+  ).action(async (o: AwsFlags & { clusterId: string }) => {
+    if (!o.aws) {
+      throw new CliError('status lists runs on the deployed stack: pass --aws', EXIT.badInput);
+    }
+    await awsStatusCommand({ clusterId: o.clusterId, sfn: new SFNClient({}), target: await stackTarget(o) });
+  });
 
   program
     .command('demo')

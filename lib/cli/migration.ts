@@ -3,7 +3,6 @@
  * a summary, and an exit code per failure kind. The kubeconfig stays on this machine: only its server
  * address is printed.
  */
-import { createInterface } from 'node:readline/promises';
 import { ERROR_NAMES } from '../errors.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import { call } from '../kube/errors.ts';
@@ -17,6 +16,7 @@ import {
 import type { Progress } from '../steps/context.ts';
 import type { UpgradeOptions } from '../steps/schemas.ts';
 import type { RunStore } from '../store/run-store.ts';
+import { confirm } from './confirm.ts';
 import { CliError, EXIT, exitCodeForError } from './exit-codes.ts';
 
 export interface MigrationCommand {
@@ -29,21 +29,6 @@ export interface MigrationCommand {
   readonly yes: boolean;
   readonly agentImage?: string;
   readonly out?: NodeJS.WritableStream;
-}
-
-async function confirm(question: string): Promise<boolean> {
-  if (!process.stdin.isTTY) {
-    throw new CliError(
-      'refusing to change a cluster without confirmation: pass --yes when not at a terminal',
-      EXIT.badInput,
-    );
-  }
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    return /^y(es)?$/i.test((await rl.question(`${question} [y/N] `)).trim());
-  } finally {
-    rl.close();
-  }
 }
 
 function seconds(ms: number): string {

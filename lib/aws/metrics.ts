@@ -1,0 +1,40 @@
+/**
+ * The metrics ccm-migrate's functions emit besides Lambda's and Step Functions' own, shared by the code that
+ * emits them and the alarms and dashboard in cdk/monitoring.ts.
+ */
+export const METRIC_NAMESPACE = 'ccm-migrate';
+
+export const METRICS = {
+  /** One per ended execution (run-ended), dimensions Kind and Outcome. */
+  runsEnded: 'RunsEnded',
+  /** One per failed step invocation other than a wait (metric filter on the functions' log lines). */
+  stepErrors: 'StepErrors',
+} as const;
+
+export const RUN_OUTCOMES = ['succeeded', 'failed', 'rolled-back'] as const;
+export type RunOutcome = (typeof RUN_OUTCOMES)[number];
+
+/**
+ * A count of one as a CloudWatch Embedded Metric Format line: Lambda's log delivery turns it into a metric,
+ * so a function needs no cloudwatch:PutMetricData grant and makes no extra call.
+ */
+export function emfCount(
+  name: string,
+  dimensions: Readonly<Record<string, string>>,
+  now = Date.now(),
+): string {
+  return JSON.stringify({
+    _aws: {
+      Timestamp: now,
+      CloudWatchMetrics: [
+        {
+          Namespace: METRIC_NAMESPACE,
+          Dimensions: [Object.keys(dimensions)],
+          Metrics: [{ Name: name, Unit: 'Count' }],
+        },
+      ],
+    },
+    ...dimensions,
+    [name]: 1,
+  });
+}
