@@ -67,6 +67,17 @@ export class Faults {
     return this.#faults.some((f) => f.kind === 'nodeNeverReturns' && f.node === node);
   }
 
+  /** Why `component` on `node` exits at start with these flags (a crashWithoutFlag fault), if it does. */
+  crashWithout(node: string, component: string, flags: ReadonlyMap<string, string>): string | undefined {
+    const f = this.#faults.find(
+      (x) =>
+        x.kind === 'crashWithoutFlag' && x.node === node && x.component === component && !flags.has(x.flag),
+    );
+    return f?.kind === 'crashWithoutFlag'
+      ? `fault: ${component} on ${node} exits without --${f.flag}`
+      : undefined;
+  }
+
   /** Whether an API outage window covers this moment. */
   apiOutageAt(now = Date.now()): boolean {
     const t = now - this.#startedAt;

@@ -173,6 +173,18 @@ export const FaultSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('nodeNeverReturns'), node: z.string() }).strict(),
   z
     .object({
+      /**
+       * A control-plane component on a node exits at start when its command lacks `--<flag>` (something
+       * on that host depends on it): a kube-apiserver that crash-loops with the migration's new flags.
+       */
+      kind: z.literal('crashWithoutFlag'),
+      node: z.string(),
+      component: z.enum(['kube-apiserver', 'kube-controller-manager']),
+      flag: z.string().min(1),
+    })
+    .strict(),
+  z
+    .object({
       kind: z.literal('apiOutage'),
       /** From the twin's start. */
       after: DurationSchema,

@@ -67,6 +67,31 @@ describe('an upgrade that fails rolls back', () => {
     expect(t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
   });
 
+  it('ends RolledBack with the control plane as it started when a kube-apiserver crash-loops with the new flags', async () => {
+    e2e = await startE2E(
+      await fixtureSpec(FIXTURES.awsHaMini, {
+        overrides: {
+          faults: [
+            { kind: 'crashWithoutFlag', node: 'cp-2', component: 'kube-apiserver', flag: 'cloud-provider' },
+          ],
+        },
+      }),
+    );
+    const { t } = e2e;
+    const start = await nodeFiles(t);
+    const result = await e2e.upgrade({ waitMs: 300 });
+    expect(result.error?.name, result.error?.cause).toBe('RolledBack');
+    expect(result.error?.cause).toMatch(/kube-apiserver on cp-2/);
+    const hashes = (files: Map<string, string>) =>
+      new Map([...files].filter(([f]) => start.has(f)).map(([f, v]) => [f, v.split(' ')[0]]));
+    expect(hashes(await nodeFiles(t))).toEqual(hashes(start));
+    const kas = await t.core.readNamespacedPod({ name: 'kube-apiserver-cp-2', namespace: 'kube-system' });
+    expect(kas.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    expect((await e2e.store.get(result.clusterId, result.runId))?.status).toBe('rolled-back');
+    await t.twin.monitor.stop();
+    expect(t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
+  });
+
   it('stops and names the node when a kubelet never comes back and the agent cannot reach it', async () => {
     e2e = await startE2E(
       await fixtureSpec(FIXTURES.awsMini, {

@@ -11,10 +11,17 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { parseFlags } from '../../controlplane/flags.ts';
 import { hostPath, type TwinContext } from '../context.ts';
 import type { KubeObject } from '../store.ts';
 import { type ContainersView, nowISO, podStatus } from './pod-status.ts';
-import { CONFIG_MIRROR, isManifestName, parseStaticPod, type StaticPod } from './static-pods.ts';
+import {
+  CONFIG_MIRROR,
+  containerComponent,
+  isManifestName,
+  parseStaticPod,
+  type StaticPod,
+} from './static-pods.ts';
 import type { Timers } from './timers.ts';
 
 type Phase = 'pending' | 'running' | 'crashloop' | 'stopping';
@@ -186,6 +193,8 @@ export class StaticPodRunner {
     let pod: StaticPod | undefined;
     try {
       pod = parseStaticPod(readFileSync(local, 'utf8'), file, host.node, this.#ctx.spec.kubernetesVersion);
+      const crash = pod && this.#injectedCrash(host.node, pod);
+      if (pod && crash) pod = { ...pod, problem: crash };
     } catch {
       pod = undefined;
     }
@@ -194,6 +203,21 @@ export class StaticPodRunner {
     const lastGood = pod ? undefined : (seen?.pod ?? seen?.lastGood);
     pods.seen.set(file, { stamp, pod, lastGood });
     return pod ?? lastGood;
+  }
+
+  /** A crashWithoutFlag fault that applies to this pod's control-plane container, if any. */
+  #injectedCrash(node: string, pod: StaticPod): string | undefined {
+    const containers = (
+      pod.mirror.spec as { containers?: { name: string; command?: string[]; args?: string[] }[] }
+    ).containers;
+    for (const c of containers ?? []) {
+      const component = containerComponent(c);
+      const crash =
+        component &&
+        this.#ctx.faults.crashWithout(node, component, parseFlags([...(c.command ?? []), ...(c.args ?? [])]));
+      if (crash) return crash;
+    }
+    return undefined;
   }
 
   #add(host: StaticPodHost, pods: NodePods, file: string, pod: StaticPod, initial: boolean): void {
