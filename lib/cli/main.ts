@@ -23,6 +23,7 @@ import { driftCommand, fleetDriftCommand } from './drift.ts';
 import { CliError, EXIT, exitCodeForError } from './exit-codes.ts';
 import { migrationCommand } from './migration.ts';
 import { planCommand } from './plan.ts';
+import { providerRows, renderProviders } from './providers.ts';
 import { serveTwin } from './twin-serve.ts';
 
 /** The example twin `npm start` runs: AWS, three control-plane nodes and five workers. */
@@ -296,6 +297,17 @@ export function buildProgram(): Command {
     }
     await awsStatusCommand({ clusterId: o.clusterId, sfn: new SFNClient({}), target: await stackTarget(o) });
   });
+
+  program
+    .command('providers')
+    .description(
+      'List the provider catalog: in-tree name, the version that removed it, CCM images per Kubernetes minor.',
+    )
+    .option('--json', 'print the catalog as JSON', false)
+    .action((o: { json: boolean }) => {
+      const rows = providerRows();
+      process.stdout.write(o.json ? `${JSON.stringify(rows, null, 2)}\n` : renderProviders(rows));
+    });
 
   program
     .command('demo')
