@@ -6,20 +6,21 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { aws_lambda_nodejs as nodejs } from 'aws-cdk-lib';
 import { ESM_REQUIRE_BANNER, PREBUILT_AGENT_FILE } from '../lib/agent/bundle.ts';
-import { STEP_IDS, type StepId } from '../state-machines/steps.ts';
+import { DRIFT_STEP_IDS, STEP_IDS, type StepId } from '../state-machines/steps.ts';
 
 export const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** Functions besides the steps: the MigrationRequested starter and the run-ended handler. */
 export const EVENT_FUNCTIONS = ['starter', 'run-ended'] as const;
 export type FunctionId = StepId | (typeof EVENT_FUNCTIONS)[number];
-export const FUNCTION_IDS: readonly FunctionId[] = [...STEP_IDS, ...EVENT_FUNCTIONS];
+export const FUNCTION_IDS: readonly FunctionId[] = [...STEP_IDS, ...DRIFT_STEP_IDS, ...EVENT_FUNCTIONS];
 
 /** The steps that only record in the run store: no cluster access, no VPC, no Kubernetes client. */
 export const STORE_ONLY_STEPS: readonly StepId[] = ['finalize', 'record-failure', 'record-rollback'];
 
 /** Whether a function talks to Kubernetes (and so runs the node agent and needs the cluster's secret). */
 export function talksToCluster(id: FunctionId): boolean {
+  if (id === 'check-drift') return true;
   return (STEP_IDS as readonly string[]).includes(id) && !STORE_ONLY_STEPS.includes(id as StepId);
 }
 

@@ -1,7 +1,8 @@
 /**
  * What an operator watches: an alarm per state machine for runs that ended failed (Step Functions' own
  * execution metrics), one for upgrades that rolled back (the RunsEnded metric of the run-ended function),
- * one for step errors other than waits (a metric filter on every function's log), each notifying the
+ * one for step errors other than waits (a metric filter on every function's log), one for drift runs that
+ * ended failed, one for drifted clusters (the ClustersDrifted metric of check-drift), each notifying the
  * topic; and a dashboard of the same. docs/deploy.md says what each alarm means.
  */
 import {
@@ -20,6 +21,8 @@ import type { MigrationKind } from '../lib/local/migration.ts';
 
 export interface MonitoringProps {
   readonly machines: Readonly<Record<MigrationKind, sfn.StateMachine>>;
+  /** The drift state machine (state-machines/drift.ts). */
+  readonly drift: sfn.StateMachine;
   readonly functions: readonly lambda.Function[];
   readonly topic: sns.ITopic;
   /** @default five minutes */
@@ -31,6 +34,10 @@ export interface MonitoringAlarms {
   readonly runsFailed: Readonly<Record<MigrationKind, cloudwatch.Alarm>>;
   readonly upgradeRolledBack: cloudwatch.Alarm;
   readonly stepErrors: cloudwatch.Alarm;
+  /** A drift run failed, timed out or was aborted: the fleet went unchecked. */
+  readonly driftRunsFailed: cloudwatch.Alarm;
+  /** A drift check found a cluster away from its desired mode. */
+  readonly clustersDrifted: cloudwatch.Alarm;
 }
 
 const KINDS = ['upgrade', 'downgrade'] as const;
@@ -86,6 +93,13 @@ export class Monitoring extends Construct {
       period,
       label: 'step errors (waits aside)',
     });
+    const clustersDrifted = new cloudwatch.Metric({
+      namespace: METRIC_NAMESPACE,
+      metricName: METRICS.clustersDrifted,
+      statistic: 'Sum',
+      period,
+      label: 'drifted clusters found',
+    });
 
     // A step that answers NotReadyYet is waiting by design (the state machine retries it): not an error.
     for (const f of props.functions) {
@@ -129,6 +143,18 @@ export class Monitoring extends Construct {
         'A step function failed with an error other than NotReadyYet (a retry may still save the run): ' +
           'see the functions’ logs for the error name.',
       ),
+      driftRunsFailed: alarm(
+        'DriftRunsFailed',
+        ended(props.drift),
+        'A drift run ended FAILED, TIMED_OUT or ABORTED (one cluster never fails it: listing the registry or ' +
+          'summing up did): the fleet went unchecked; see the execution history.',
+      ),
+      clustersDrifted: alarm(
+        'ClustersDrifted',
+        clustersDrifted,
+        'A drift check found a cluster away from its desired mode: see the DriftDetected event (on the topic) ' +
+          'or the drift execution’s results; a remediation run was requested where the cluster’s policy says so.',
+      ),
     };
 
     this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
@@ -141,6 +167,8 @@ export class Monitoring extends Construct {
               ...Object.values(this.alarms.runsFailed),
               this.alarms.upgradeRolledBack,
               this.alarms.stepErrors,
+              this.alarms.driftRunsFailed,
+              this.alarms.clustersDrifted,
             ],
             width: 24,
           }),
@@ -164,6 +192,18 @@ export class Monitoring extends Construct {
             width: 12,
           }),
           new cloudwatch.GraphWidget({ title: 'Step errors (waits aside)', left: [stepErrors], width: 12 }),
+        ],
+        [
+          new cloudwatch.GraphWidget({
+            title: 'Drift executions',
+            left: [
+              props.drift.metricStarted({ period, statistic: 'Sum' }),
+              props.drift.metricSucceeded({ period, statistic: 'Sum' }),
+              ended(props.drift),
+            ],
+            width: 12,
+          }),
+          new cloudwatch.GraphWidget({ title: 'Drifted clusters found', left: [clustersDrifted], width: 12 }),
         ],
       ],
     });

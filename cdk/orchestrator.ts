@@ -1,8 +1,9 @@
 /**
  * The deployable ccm-migrate: one construct a platform team drops into its own CDK app (or deploys through
- * cdk/app.ts). It holds the upgrade and downgrade state machines (state-machines/, one Lambda per step), the
- * run table, the event bus with the rule that starts runs, the rule that sees runs end, a topic for
- * notifications, and alarms and a dashboard (cdk/monitoring.ts). Each function's role grants exactly the calls it makes.
+ * cdk/app.ts). It holds the upgrade, downgrade and drift state machines (state-machines/, one Lambda per
+ * step), the schedule that runs the drift checks, the run table, the event bus with the rule that starts
+ * runs, the rule that sees runs end, a topic for notifications, and alarms and a dashboard
+ * (cdk/monitoring.ts). Each function's role grants exactly the calls it makes.
  */
 import {
   ArnFormat,
@@ -17,6 +18,8 @@ import {
   aws_lambda_nodejs as nodejs,
   RemovalPolicy,
   Stack,
+  aws_scheduler as scheduler,
+  aws_scheduler_targets as schedulerTargets,
   aws_stepfunctions as sfn,
   aws_sns as sns,
   Token,
@@ -28,7 +31,8 @@ import { DEFAULT_KUBECONFIG_SECRET_PREFIX, ENV } from '../lib/aws/env.ts';
 import { executionEndedPattern, MIGRATION_REQUESTED_PATTERN, NOTIFY_PATTERN } from '../lib/events.ts';
 import { RUN_TABLE } from '../lib/store/table.ts';
 import { DOWNGRADE_TIMEOUT, downgradeDefinition } from '../state-machines/downgrade.ts';
-import { lambdaStepTasks, STEP_IDS, type StepId } from '../state-machines/steps.ts';
+import { DRIFT_TIMEOUT, driftDefinition } from '../state-machines/drift.ts';
+import { DRIFT_STEP_IDS, lambdaStepTasks, STEP_IDS, type StepId } from '../state-machines/steps.ts';
 import { UPGRADE_TIMEOUT, upgradeDefinition } from '../state-machines/upgrade.ts';
 import { bundlingFor, entryOf, type FunctionId, PROJECT_ROOT, talksToCluster } from './bundling.ts';
 import { Monitoring } from './monitoring.ts';
@@ -50,6 +54,10 @@ export interface MigrationOrchestratorProps {
   readonly agentImage?: string;
   /** @default one year */
   readonly logRetention?: logs.RetentionDays;
+  /** How often the drift state machine checks every registered cluster; @default 15 minutes */
+  readonly driftRate?: Duration;
+  /** Clusters a drift run checks at once; @default 10 */
+  readonly driftMaxConcurrency?: number;
 }
 
 /** An ARN of this stack as cdk-nag prints it in a finding (unresolved region and account as `<AWS::…>`). */
@@ -73,6 +81,9 @@ export class MigrationOrchestrator extends Construct {
   readonly key: kms.IKey;
   readonly upgrade: sfn.StateMachine;
   readonly downgrade: sfn.StateMachine;
+  /** Drift checks over the registered fleet, started by `driftSchedule`. */
+  readonly drift: sfn.StateMachine;
+  readonly driftSchedule: scheduler.Schedule;
   readonly functions: ReadonlyMap<FunctionId, nodejs.NodejsFunction>;
   /** The alarms (notifying the topic) and the dashboard. */
   readonly monitoring: Monitoring;
@@ -113,7 +124,12 @@ export class MigrationOrchestrator extends Construct {
     });
 
     const functions = new Map<FunctionId, nodejs.NodejsFunction>();
-    const fn = (fid: FunctionId, environment: Record<string, string>): nodejs.NodejsFunction => {
+    // The drift functions only read the registry; the migration functions keep runs, locks and snapshots.
+    const fn = (
+      fid: FunctionId,
+      environment: Record<string, string>,
+      table: 'read' | 'readWrite' = 'readWrite',
+    ): nodejs.NodejsFunction => {
       const cluster = talksToCluster(fid);
       const f = new nodejs.NodejsFunction(this, `Fn-${fid}`, {
         entry: entryOf(fid),
@@ -137,37 +153,57 @@ export class MigrationOrchestrator extends Construct {
             }
           : {}),
       });
-      this.table.grantReadWriteData(f);
+      if (table === 'read') this.table.grantReadData(f);
+      else this.table.grantReadWriteData(f);
       functions.set(fid, f);
       return f;
     };
 
+    const clusterEnv = {
+      [ENV.kubeconfigSecretPrefix]: secretPrefix,
+      ...(props.agentImage ? { [ENV.agentImage]: props.agentImage } : {}),
+    };
+    // Read-only, and only under the prefix: a registry record naming another secret is refused by the code
+    // (lib/aws/cluster-access.ts) and would be denied here.
+    const grantClusterAccess = (f: nodejs.NodejsFunction) => {
+      f.addToRolePolicy(
+        new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secretsArn] }),
+      );
+      // Secrets Manager decrypts with the caller's permission on the key, and only through itself.
+      f.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['kms:Decrypt'],
+          resources: [this.key.keyArn],
+          conditions: {
+            StringEquals: { 'kms:ViaService': `secretsmanager.${stack.region}.amazonaws.com` },
+          },
+        }),
+      );
+      acknowledge(
+        f,
+        `AwsSolutions-IAM5[Resource::${nagArn(stack, 'secretsmanager', `secret:${secretPrefix}*`)}]`,
+        'Every registered cluster has its own kubeconfig secret under this prefix, added after deployment; ' +
+          'the grant is read-only and limited to the prefix.',
+      );
+    };
+
     for (const step of STEP_IDS) {
-      const f = fn(step, {
-        [ENV.kubeconfigSecretPrefix]: secretPrefix,
-        ...(props.agentImage ? { [ENV.agentImage]: props.agentImage } : {}),
-      });
-      if (talksToCluster(step)) {
-        f.addToRolePolicy(
-          new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secretsArn] }),
-        );
-        // Secrets Manager decrypts with the caller's permission on the key, and only through itself.
-        f.addToRolePolicy(
-          new iam.PolicyStatement({
-            actions: ['kms:Decrypt'],
-            resources: [this.key.keyArn],
-            conditions: {
-              StringEquals: { 'kms:ViaService': `secretsmanager.${stack.region}.amazonaws.com` },
-            },
-          }),
-        );
-        acknowledge(
-          f,
-          `AwsSolutions-IAM5[Resource::${nagArn(stack, 'secretsmanager', `secret:${secretPrefix}*`)}]`,
-          'Every registered cluster has its own kubeconfig secret under this prefix, added after deployment; ' +
-            'the grant is read-only and limited to the prefix.',
-        );
-      }
+      const f = fn(step, clusterEnv);
+      if (talksToCluster(step)) grantClusterAccess(f);
+    }
+    for (const step of DRIFT_STEP_IDS) {
+      const cluster = talksToCluster(step);
+      const publishes = step === 'publish-drift';
+      const f = fn(
+        step,
+        {
+          ...(cluster ? clusterEnv : {}),
+          ...(publishes ? { [ENV.eventBusName]: this.bus.eventBusName } : {}),
+        },
+        'read',
+      );
+      if (cluster) grantClusterAccess(f);
+      if (publishes) this.bus.grantPutEventsTo(f);
     }
 
     const stepTask = lambdaStepTasks((step: StepId) => functions.get(step) as lambda.IFunction);
@@ -197,7 +233,32 @@ export class MigrationOrchestrator extends Construct {
       downgradeDefinition(new Construct(this, 'DowngradeStates'), stepTask),
       DOWNGRADE_TIMEOUT,
     );
-    for (const m of [this.upgrade, this.downgrade]) {
+    this.drift = machine(
+      'Drift',
+      driftDefinition(new Construct(this, 'DriftStates'), stepTask),
+      DRIFT_TIMEOUT,
+    );
+    // The Distributed Map runs a child execution per cluster: CDK grants the machine its own executions.
+    const driftName = JSON.stringify({
+      'Fn::Select': [
+        6,
+        {
+          'Fn::Split': [
+            ':',
+            { Ref: stack.getLogicalId(this.drift.node.defaultChild as sfn.CfnStateMachine) },
+          ],
+        },
+      ],
+    });
+    for (const executions of [`execution:${driftName}:*`, `execution:${driftName}/*:*`]) {
+      acknowledge(
+        this.drift,
+        `AwsSolutions-IAM5[Resource::${nagArn(stack, 'states', executions)}]`,
+        'The Distributed Map describes and stops its own child executions, named by Step Functions at run time; ' +
+          'the grant is limited to executions of the drift machine.',
+      );
+    }
+    for (const m of [this.upgrade, this.downgrade, this.drift]) {
       acknowledge(
         m,
         'AwsSolutions-SF1',
@@ -277,8 +338,23 @@ export class MigrationOrchestrator extends Construct {
       eventPattern: NOTIFY_PATTERN,
       targets: [new targets.SnsTopic(this.topic)],
     });
+    // The schedule's role may only start the drift machine (the target's own grant); the execution name is
+    // Step Functions' own, the run id the schedule's invocation id (lower-case letters and digits).
+    this.driftSchedule = new scheduler.Schedule(this, 'DriftSchedule', {
+      description: 'ccm-migrate: drift checks over every registered cluster',
+      schedule: scheduler.ScheduleExpression.rate(props.driftRate ?? Duration.minutes(15)),
+      target: new schedulerTargets.StepFunctionsStartExecution(this.drift, {
+        input: scheduler.ScheduleTargetInput.fromObject({
+          runId: scheduler.ContextAttribute.executionId,
+          depth: 'shallow',
+          maxConcurrency: props.driftMaxConcurrency ?? 10,
+        }),
+        retryAttempts: 2,
+      }),
+    });
     this.monitoring = new Monitoring(this, 'Monitoring', {
       machines: { upgrade: this.upgrade, downgrade: this.downgrade },
+      drift: this.drift,
       functions: [...functions.values()],
       topic: this.topic,
     });

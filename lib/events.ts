@@ -65,8 +65,12 @@ export const DriftDetectedDetail = z.object({
 });
 export const DriftDetected = envelope(EVENT_SOURCE, 'DriftDetected', DriftDetectedDetail);
 
-/** The events ccm-migrate puts on its bus, by detail-type. */
+/**
+ * The events ccm-migrate puts on its bus, by detail-type. MigrationRequested is also one of ours: a drift run
+ * requests the remediation of a cluster whose policy says autoRemediate (lib/drift/events.ts).
+ */
 export const OUTGOING_EVENTS = {
+  MigrationRequested,
   MigrationStarted,
   MigrationSucceeded,
   MigrationFailed,

@@ -1,6 +1,8 @@
 /**
- * Cluster access in AWS: the cluster's kubeconfig is the secret `<prefix><clusterId>` in Secrets Manager,
- * read at each invocation (a rotated credential is picked up by the next step) and turned into clients.
+ * Cluster access in AWS: the cluster's kubeconfig is a secret in Secrets Manager, read at each invocation
+ * (a rotated credential is picked up by the next step) and turned into clients. The secret is the one the
+ * registry record names when there is a record (its ARN carries the suffix Secrets Manager adds, so it is
+ * exact), else `<prefix><clusterId>`; either way under the prefix, the only secrets the functions may read.
  * The secret's text stays in this module; errors name the secret only.
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
@@ -8,13 +10,31 @@ import { InvalidInputError } from '../errors.ts';
 import { clientsFromKubeconfigText, type KubeClients } from '../kube/clients.ts';
 import { DEFAULT_KUBECONFIG_SECRET_PREFIX } from './env.ts';
 
-export function kubeconfigSecretId(clusterId: string, prefix = DEFAULT_KUBECONFIG_SECRET_PREFIX): string {
-  return `${prefix}${clusterId}`;
+/**
+ * The SecretId to read: `recordArn` (the registry's kubeconfigSecretArn) when given, else the convention.
+ * A record naming a secret outside the prefix is refused here, with why, rather than denied by IAM.
+ */
+export function kubeconfigSecretId(
+  clusterId: string,
+  prefix = DEFAULT_KUBECONFIG_SECRET_PREFIX,
+  recordArn?: string,
+): string {
+  if (!recordArn) return `${prefix}${clusterId}`;
+  const name = recordArn.split(':secret:')[1] ?? '';
+  if (!name.startsWith(prefix)) {
+    throw new InvalidInputError(
+      `the registry names secret ${recordArn} for cluster ${clusterId}: the functions may read only secrets ` +
+        `under ${prefix}`,
+    );
+  }
+  return recordArn;
 }
 
 export interface ClusterAccessOptions {
   readonly secrets: SecretsManagerClient;
   readonly prefix?: string;
+  /** The registry record's kubeconfigSecretArn: wins over `<prefix><clusterId>`. */
+  readonly secretArn?: string;
 }
 
 let defaultSecrets: SecretsManagerClient | undefined;
@@ -26,7 +46,7 @@ export function secretsClient(): SecretsManagerClient {
 }
 
 export async function clusterClients(clusterId: string, opts: ClusterAccessOptions): Promise<KubeClients> {
-  const secretId = kubeconfigSecretId(clusterId, opts.prefix);
+  const secretId = kubeconfigSecretId(clusterId, opts.prefix, opts.secretArn);
   let text: string | undefined;
   try {
     text = (await opts.secrets.send(new GetSecretValueCommand({ SecretId: secretId }))).SecretString;

@@ -5,6 +5,7 @@
  */
 import { runAgentJob } from '../kube/agent-job.ts';
 import type { StepContext } from '../steps/context.ts';
+import type { ExamineContext } from '../steps/preflight.ts';
 import { clusterClients, secretsClient } from './cluster-access.ts';
 import { DEFAULT_KUBECONFIG_SECRET_PREFIX, ENV } from './env.ts';
 import { jsonLogger } from './logger.ts';
@@ -15,17 +16,25 @@ export const LAMBDA_WAIT_MS = 60_000;
 /** Looks at the cluster once a second while waiting: a run of hundreds of nodes stays gentle on the API. */
 export const LAMBDA_POLL_MS = 1000;
 
-export async function clusterContext(clusterId: string, deps: AwsDeps = {}): Promise<StepContext> {
+/**
+ * Everything but the run store: what a drift check needs. `secretArn` is the registry record's secret, when
+ * the caller has the record (see cluster-access.ts for which secret wins).
+ */
+export async function examineContext(
+  clusterId: string,
+  deps: AwsDeps = {},
+  secretArn?: string,
+): Promise<ExamineContext> {
   const env = deps.env ?? process.env;
   const logger = deps.logger ?? jsonLogger();
   const clients = await clusterClients(clusterId, {
     secrets: secretsClient(),
     prefix: env[ENV.kubeconfigSecretPrefix] || DEFAULT_KUBECONFIG_SECRET_PREFIX,
+    ...(secretArn ? { secretArn } : {}),
   });
   const image = env[ENV.agentImage];
   return {
     clients,
-    store: depsStore(deps),
     agent: (node, request) =>
       runAgentJob(clients, {
         node,
@@ -38,4 +47,8 @@ export async function clusterContext(clusterId: string, deps: AwsDeps = {}): Pro
     waitMs: LAMBDA_WAIT_MS,
     pollMs: LAMBDA_POLL_MS,
   };
+}
+
+export async function clusterContext(clusterId: string, deps: AwsDeps = {}): Promise<StepContext> {
+  return { ...(await examineContext(clusterId, deps)), store: depsStore(deps) };
 }

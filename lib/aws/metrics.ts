@@ -9,6 +9,11 @@ export const METRICS = {
   runsEnded: 'RunsEnded',
   /** One per failed step invocation other than a wait (metric filter on the functions' log lines). */
   stepErrors: 'StepErrors',
+  /**
+   * One per drifted cluster a drift check finds (check-drift), without dimensions: counted where the drift is
+   * seen, so that a failed DriftDetected publish still raises the alarm.
+   */
+  clustersDrifted: 'ClustersDrifted',
 } as const;
 
 export const RUN_OUTCOMES = ['succeeded', 'failed', 'rolled-back'] as const;

@@ -29,7 +29,11 @@ const notifying = () => ({
 });
 
 it('alarms on executions that failed, timed out or were aborted, per state machine', () => {
-  for (const machine of [built.orchestrator.upgrade, built.orchestrator.downgrade]) {
+  for (const machine of [
+    built.orchestrator.upgrade,
+    built.orchestrator.downgrade,
+    built.orchestrator.drift,
+  ]) {
     const stat = (metric: string) =>
       Match.objectLike({
         MetricStat: Match.objectLike({
@@ -113,7 +117,7 @@ it('counts step errors other than waits from every function’s log, and alarms 
       }),
     ],
   });
-  template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
+  template.resourceCountIs('AWS::CloudWatch::Alarm', 6);
 });
 
 it('lets CloudWatch use the key to publish to the encrypted topic', () => {
@@ -138,12 +142,42 @@ it('has a dashboard showing every alarm and both machines’ executions', () => 
     alarms.runsFailed.downgrade,
     alarms.upgradeRolledBack,
     alarms.stepErrors,
+    alarms.driftRunsFailed,
+    alarms.clustersDrifted,
   ]) {
     expect(body).toContain(id(alarm));
   }
-  for (const machine of [built.orchestrator.upgrade, built.orchestrator.downgrade])
+  for (const machine of [built.orchestrator.upgrade, built.orchestrator.downgrade, built.orchestrator.drift])
     expect(body).toContain(id(machine));
-  for (const metric of ['ExecutionsStarted', 'ExecutionsSucceeded', 'RunsEnded', 'StepErrors']) {
+  for (const metric of [
+    'ExecutionsStarted',
+    'ExecutionsSucceeded',
+    'RunsEnded',
+    'StepErrors',
+    'ClustersDrifted',
+  ]) {
     expect(body).toContain(metric);
   }
+});
+
+it('alarms on every drifted cluster a check finds, from the dimensionless metric check-drift writes', () => {
+  const alarm = built.orchestrator.monitoring.alarms.clustersDrifted;
+  const props = template.findResources('AWS::CloudWatch::Alarm')[id(alarm)]?.Properties;
+  expect(props).toMatchObject({
+    ...notifying(),
+    Metrics: [
+      {
+        MetricStat: { Metric: { Namespace: 'ccm-migrate', MetricName: 'ClustersDrifted' }, Stat: 'Sum' },
+      },
+    ],
+  });
+  expect(props?.Metrics[0].MetricStat.Metric.Dimensions).toBeUndefined();
+  // The line the handler writes is that metric, without dimensions (lib/aws/drift-step-handler.ts).
+  const line = JSON.parse(emfCount(METRICS.clustersDrifted, {}, 0));
+  expect(line._aws.CloudWatchMetrics[0]).toMatchObject({
+    Namespace: 'ccm-migrate',
+    Dimensions: [[]],
+    Metrics: [{ Name: 'ClustersDrifted', Unit: 'Count' }],
+  });
+  expect(line.ClustersDrifted).toBe(1);
 });

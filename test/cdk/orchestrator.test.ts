@@ -1,10 +1,12 @@
 /** The orchestrator's template, synthesized in-process: resources, least privilege, rules, ASL and cdk-nag. */
 
 import { createRequire } from 'node:module';
-import type { aws_stepfunctions as sfn } from 'aws-cdk-lib';
+import { App, Duration, Stack, type aws_stepfunctions as sfn } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FUNCTION_IDS, talksToCluster } from '../../cdk/bundling.ts';
+import { MigrationOrchestrator } from '../../cdk/orchestrator.ts';
+import { DRIFT_STEP_IDS } from '../../state-machines/steps.ts';
 import { testStack } from './stack.ts';
 
 // asl-validator ships no types: its call signature, as documented.
@@ -76,7 +78,7 @@ describe('functions', () => {
     }
   });
 
-  it('lets only the starter start executions, on exactly the two machines, and only it and run-ended put events', () => {
+  it('lets only the starter start executions, on exactly the two machines, and only it, run-ended and publish-drift put events', () => {
     const machines = [logicalId(built.orchestrator.upgrade), logicalId(built.orchestrator.downgrade)];
     for (const id of FUNCTION_IDS) {
       const statements = statementsOf(roleOf(id));
@@ -92,7 +94,7 @@ describe('functions', () => {
       } else {
         expect(start, id).toEqual([]);
       }
-      expect(put.length > 0, id).toBe(id === 'starter' || id === 'run-ended');
+      expect(put.length > 0, id).toBe(['starter', 'run-ended', 'publish-drift'].includes(id));
       for (const s of put) expect(JSON.stringify(s.Resource)).toContain(logicalId(built.orchestrator.bus));
     }
   });
@@ -108,9 +110,77 @@ describe('functions', () => {
     );
     expect(wildcards.length).toBeGreaterThan(0);
     for (const { id, a } of wildcards) {
-      const machineRole = id.includes('Upgrade') || id.includes('Downgrade');
+      const machineRole = id.includes('Upgrade') || id.includes('Downgrade') || id.includes('Drift');
       expect(a.startsWith('xray:') || (machineRole && LOG_DELIVERY.test(a)), `${id}: ${a}`).toBe(true);
     }
+  });
+});
+
+describe('drift', () => {
+  it('gives the drift functions read-only table access, and the migration functions read-write', () => {
+    const writes = (id: (typeof FUNCTION_IDS)[number]) =>
+      statementsOf(roleOf(id)).some((s) => actions(s).includes('dynamodb:PutItem'));
+    const reads = (id: (typeof FUNCTION_IDS)[number]) =>
+      statementsOf(roleOf(id)).some((s) => actions(s).includes('dynamodb:Query'));
+    for (const id of DRIFT_STEP_IDS) {
+      expect(writes(id), id).toBe(false);
+      expect(reads(id), id).toBe(true);
+    }
+    expect(writes('preflight')).toBe(true);
+    // Only check-drift reaches clusters: the secret grant (asserted above for every function) and its env.
+    expect(DRIFT_STEP_IDS.filter((id) => talksToCluster(id))).toEqual(['check-drift']);
+    const env = (id: (typeof FUNCTION_IDS)[number]) => {
+      const fn = resources[logicalId(built.orchestrator.functions.get(id) as never)];
+      return (fn?.Properties.Environment as { Variables: Record<string, unknown> } | undefined)?.Variables;
+    };
+    expect(env('check-drift')).toMatchObject({ KUBECONFIG_SECRET_PREFIX: 'ccm-migrate/clusters/' });
+    expect(env('publish-drift')).toHaveProperty('EVENT_BUS_NAME');
+    expect(env('list-clusters')).not.toHaveProperty('EVENT_BUS_NAME');
+    expect(env('list-clusters')).not.toHaveProperty('KUBECONFIG_SECRET_PREFIX');
+  });
+
+  it('runs each drift Task on its own drift function, the clusters in a Distributed Map', () => {
+    const cfn = built.orchestrator.drift.node.defaultChild as sfn.CfnStateMachine;
+    const text = JSON.stringify(built.stack.resolve(cfn.definitionString));
+    for (const id of DRIFT_STEP_IDS) {
+      expect(text, id).toContain(logicalId(built.orchestrator.functions.get(id) as never));
+    }
+    expect(text).toContain('DISTRIBUTED');
+    expect(text).toContain('MaxConcurrencyPath');
+  });
+
+  it('starts the drift machine every 15 minutes with a shallow check, from a role that may do only that', () => {
+    const schedules = ofType('AWS::Scheduler::Schedule');
+    expect(schedules).toHaveLength(1);
+    const props = schedules[0]?.[1].Properties as {
+      ScheduleExpression: string;
+      State?: string;
+      Target: { Arn: unknown; RoleArn: { 'Fn::GetAtt': [string, string] }; Input: string };
+    };
+    expect(props.ScheduleExpression).toBe('rate(15 minutes)');
+    expect(props.Target.Arn).toEqual({ Ref: logicalId(built.orchestrator.drift) });
+    expect(JSON.parse(props.Target.Input)).toEqual({
+      runId: '<aws.scheduler.execution-id>',
+      depth: 'shallow',
+      maxConcurrency: 10,
+    });
+    const role = props.Target.RoleArn['Fn::GetAtt'][0];
+    const statements = statementsOf(role);
+    expect(statements.flatMap(actions)).toEqual(['states:StartExecution']);
+    expect(statements.flatMap(resourcesOf)).toEqual([{ Ref: logicalId(built.orchestrator.drift) }]);
+    // Only the scheduler may take the role.
+    expect(JSON.stringify(resources[role]?.Properties.AssumeRolePolicyDocument)).toContain(
+      'scheduler.amazonaws.com',
+    );
+  });
+
+  it('takes the rate and concurrency from props', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const stack = new Stack(app, 'Rated', { env: { account: '111111111111', region: 'eu-west-1' } });
+    new MigrationOrchestrator(stack, 'CcmMigrate', { driftRate: Duration.hours(1), driftMaxConcurrency: 50 });
+    const [schedule] = Object.values(Template.fromStack(stack).findResources('AWS::Scheduler::Schedule'));
+    expect(schedule?.Properties.ScheduleExpression).toBe('rate(1 hour)');
+    expect(JSON.parse(schedule?.Properties.Target.Input).maxConcurrency).toBe(50);
   });
 });
 
@@ -127,9 +197,9 @@ describe('data and state machines', () => {
     });
   });
 
-  it('runs both workflows as Standard machines, logging ERROR without data, traced, with their timeouts', () => {
+  it('runs the three workflows as Standard machines, logging ERROR without data, traced, with their timeouts', () => {
     const machines = ofType('AWS::StepFunctions::StateMachine');
-    expect(machines).toHaveLength(2);
+    expect(machines).toHaveLength(3);
     for (const [, m] of machines) {
       expect(m.Properties.StateMachineType).toBe('STANDARD');
       expect(m.Properties.TracingConfiguration).toEqual({ Enabled: true });
@@ -140,8 +210,12 @@ describe('data and state machines', () => {
     }
   });
 
-  it('has definitions that asl-validator accepts, each Task invoking a step function with 12 h timeouts', () => {
-    for (const machine of [built.orchestrator.upgrade, built.orchestrator.downgrade]) {
+  it('has definitions that asl-validator accepts, 12 h for a migration and 1 h for a drift run', () => {
+    for (const [machine, hours] of [
+      [built.orchestrator.upgrade, 12],
+      [built.orchestrator.downgrade, 12],
+      [built.orchestrator.drift, 1],
+    ] as const) {
       const cfn = machine.node.defaultChild as sfn.CfnStateMachine;
       const resolved = built.stack.resolve(cfn.definitionString) as { 'Fn::Join': [string, unknown[]] };
       // Tokens (function ARNs) become placeholder ARNs of the right shape.
@@ -154,7 +228,7 @@ describe('data and state machines', () => {
       const { isValid, errors } = aslValidator(definition);
       expect(errors).toEqual([]);
       expect(isValid).toBe(true);
-      expect(definition.TimeoutSeconds).toBe(12 * 3600);
+      expect(definition.TimeoutSeconds).toBe(hours * 3600);
     }
   });
 });

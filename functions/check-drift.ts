@@ -1,0 +1,3 @@
+import { driftStepHandler } from '../lib/aws/drift-step-handler.ts';
+
+export const handler = driftStepHandler('check-drift');
