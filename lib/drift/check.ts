@@ -227,6 +227,7 @@ function kubeletFindings(o: ClusterObservation, expect: DesiredMode, inTree: str
 
 function leftoverFindings(o: ClusterObservation, now: number, stuckAfterMs: number): Finding[] {
   return o.agentJobs
+    .filter((j) => !j.metadata?.deletionTimestamp) // being deleted: not left behind
     .filter((j) => now - new Date(j.metadata?.creationTimestamp ?? now).getTime() > stuckAfterMs)
     .map((j) => ({
       kind: 'leftover-agent-job' as const,

@@ -22,7 +22,7 @@ import { AgentFailedError, InvalidInputError, NotReadyYetError } from '../errors
 import { applyObjects } from './apply.ts';
 import type { KubeClients } from './clients.ts';
 import { call, httpStatus } from './errors.ts';
-import { waitFor } from './wait.ts';
+import { type WaitOptions, waitFor } from './wait.ts';
 
 /**
  * Any image with Node 22 runs the bundle. The official image through ECR Public: no Docker Hub pull limits,
@@ -180,13 +180,32 @@ function agentState(pod: V1Pod | undefined) {
   return pod?.status?.containerStatuses?.find((c) => c.name === 'agent')?.state;
 }
 
-async function deleteJob(clients: KubeClients, namespace: string, name: string): Promise<void> {
+/**
+ * Delete the Job once its answer is read. A single control plane whose kube-apiserver the agent just
+ * restarted answers nothing for a while: keep trying within the same bound as the wait. Past it, the Job is
+ * left to its TTL (and a retry reads the same answer).
+ */
+async function deleteJob(
+  clients: KubeClients,
+  namespace: string,
+  name: string,
+  wait: WaitOptions,
+): Promise<void> {
   try {
-    await call(`delete Job ${namespace}/${name}`, () =>
-      clients.batch.deleteNamespacedJob({ name, namespace, propagationPolicy: 'Background' }),
+    await waitFor(
+      `delete Job ${namespace}/${name}`,
+      async () => {
+        await call(`delete Job ${namespace}/${name}`, () =>
+          clients.batch.deleteNamespacedJob({ name, namespace, propagationPolicy: 'Background' }),
+        ).catch((err: unknown) => {
+          if (httpStatus(err) !== 404) throw err;
+        });
+        return true;
+      },
+      wait,
     );
   } catch {
-    // The answer is read; a Job left behind is collected after its TTL (and a retry reads the same answer).
+    // Left to its TTL: the answer is what matters.
   }
 }
 
@@ -231,7 +250,10 @@ export async function runAgentJob(clients: KubeClients, opts: AgentJobOptions): 
 
   const terminated = agentState(pod)?.terminated;
   const answer = AgentResultSchema.safeParse(safeJson(terminated?.message));
-  await deleteJob(clients, namespace, name);
+  await deleteJob(clients, namespace, name, {
+    waitMs: opts.timeoutMs ?? 60_000,
+    pollMs: opts.pollMs ?? 1000,
+  });
   if (!answer.success) {
     const how = terminated
       ? `exit code ${terminated.exitCode}${terminated.reason ? `, ${terminated.reason}` : ''}`
