@@ -4,7 +4,9 @@
  * - `uninitialized-without-cloud-controller`: a node carried the uninitialized taint while nothing would
  *   initialise it: no CCM running the cloud-node loop, and no cloud-node-manager of its own (Azure);
  * - `two-cloud-controllers`: two controllers ran the cloud loops at once (a KCM with an in-tree provider
- *   and a CCM, or two of a kind), unless all of them use leader migration;
+ *   and a CCM, or two of a kind). Leader migration is no exemption: `active()` counts a migrating process
+ *   only while it holds the migration lease, so two of them active means two really ran (e.g. one not
+ *   electing at all);
  * - `api-unavailable`: the API did not answer, once it had answered (a booting cluster is not a violation)
  *   or inside an injected outage window.
  * It samples every `sampleMs` and right after each relevant store change; each finished interval becomes
@@ -108,11 +110,7 @@ export function startInvariantMonitor(opts: {
       }
       uninitialized.maxNodes = Math.max(uninitialized.maxNodes, waiting.length);
     }
-    const two = track(
-      'two-cloud-controllers',
-      active.length > 1 && !active.every((c) => c.leaderMigration),
-      now,
-    );
+    const two = track('two-cloud-controllers', active.length > 1, now);
     for (const c of two ? active : []) two?.controllers.set(`${c.namespace}/${c.pod}`, c);
     const up = apiAvailable();
     apiSeen ||= up;

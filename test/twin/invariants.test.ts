@@ -120,6 +120,29 @@ describe('the invariant monitor', () => {
     expect(outage?.durationMs).toBeGreaterThan(0);
   });
 
+  it('records two controllers that both use leader migration when both run the loops (one not electing)', async () => {
+    const t = await harness();
+    writeKcm(t.store, 'cp-1', await kubeadmKcmCommand(migrating));
+    writeCcm(t.store, 'ccm', 'cp-1', ['--enable-leader-migration', '--leader-elect=false']);
+    await until(() => t.controllers.active().length === 2, 'both to run the loops');
+    setPodReady(t.store, 'kube-system', 'ccm', false);
+    const [violation] = await until(
+      () => t.monitor.violations().length > 0 && t.monitor.violations(),
+      'the interval to close',
+    );
+    expect(violation?.kind).toBe('two-cloud-controllers');
+  });
+
+  it('an external KCM that kept leader migration can hold the migration lease and run nothing', async () => {
+    const t = await harness();
+    writeKcm(t.store, 'cp-1', await kubeadmKcmCommand((argv) => migrating(withoutCloud(argv))));
+    await until(() => lease(t.store, 'cloud-provider-extraction-migration'), 'the KCM to take the lease');
+    writeCcm(t.store, 'ccm', 'cp-1', ['--enable-leader-migration']);
+    await until(() => lease(t.store, 'cloud-controller-manager'), 'the CCM to hold its own lease');
+    await pause(100);
+    expect(t.controllers.active()).toEqual([]);
+  });
+
   it('records nothing in a clean handover through leader migration', async () => {
     const t = await harness();
     writeKcm(t.store, 'cp-1', await kubeadmKcmCommand(migrating));

@@ -25,7 +25,7 @@ export interface ActiveController {
   readonly namespace: string;
   readonly node: string;
   readonly provider: Provider;
-  /** Runs with --enable-leader-migration (shares the migration lease with the other kind; issue 8 deepens this). */
+  /** Runs with --enable-leader-migration: it runs the cloud loops only while it holds the migration lease. */
   readonly leaderMigration: boolean;
 }
 

@@ -9,7 +9,11 @@
  *   so a restarted or deleted leader leaves its lease to expire: that gap is real and the twin keeps it;
  * - with `--enable-leader-migration` a process takes the migration lease
  *   (`cloud-provider-extraction-migration`, k8s.io/controller-manager leadermigration default config) after
- *   its main lease, and runs the cloud controllers under it.
+ *   its main lease, and runs the cloud controllers under it. It contends whatever its provider: a
+ *   kube-controller-manager with `--cloud-provider=external` and the flag still takes the lease (the
+ *   migration lock is started for any LeaderMigrator, cmd/kube-controller-manager/app/controllermanager.go)
+ *   and runs nothing under it, which is why upstream says such a KCM "MUST NOT have Leader Migration
+ *   enabled"; the twin keeps that hazard.
  * Every KCM contends for the `kube-controller-manager` lease, with or without a cloud provider: only the
  * holder runs controllers, so a leading KCM without an in-tree provider means no KCM runs cloud loops.
  */
@@ -127,12 +131,7 @@ export class LeaderElection {
   #contends(p: Participant, lease: string): boolean {
     if (!p.running || !p.leaderElect) return false;
     if (lease === mainLease(p.kind)) return true;
-    return (
-      lease === MIGRATION_LEASE &&
-      p.leaderMigration &&
-      p.cloudLoops &&
-      this.holder(mainLease(p.kind)) === p.identity
-    );
+    return lease === MIGRATION_LEASE && p.leaderMigration && this.holder(mainLease(p.kind)) === p.identity;
   }
 
   #electOne(name: string, now: number): void {
