@@ -24,17 +24,23 @@ export function forEachNode(
     concurrency: { maxConcurrency: number } | { maxConcurrencyPath: string };
     /** More fields from the execution state for every item (e.g. the run to restore from). */
     fields?: Fields;
+    /** Fixed values for every item (e.g. the leader migration phase the step runs). */
+    constants?: Readonly<Record<string, string>>;
   },
 ): sfn.Map {
   const extra = opts.fields ?? {};
+  const constants = opts.constants ?? {};
   const map = new sfn.Map(scope, opts.mapName, {
     stateName: opts.mapName,
     itemsPath: opts.itemsPath,
-    itemSelector: { ...IDS, ...extra, 'node.$': '$$.Map.Item.Value' },
+    itemSelector: { ...IDS, ...extra, ...constants, 'node.$': '$$.Map.Item.Value' },
     resultPath: sfn.JsonPath.DISCARD,
     ...opts.concurrency,
   });
-  const itemFields = Object.fromEntries(Object.keys(extra).map((k) => [k, `$.${k.slice(0, -2)}`]));
+  const itemFields = Object.fromEntries([
+    ...Object.keys(extra).map((k) => [k, `$.${k.slice(0, -2)}`]),
+    ...Object.keys(constants).map((k) => [`${k}.$`, `$.${k}`]),
+  ]);
   map.itemProcessor(
     opts.stepTask(scope, {
       stateName: opts.taskName,

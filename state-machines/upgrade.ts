@@ -6,6 +6,14 @@
  * no kube-controller-manager runs the in-tree cloud loops any more. Kubelets flip last: until then new nodes
  * register with the in-tree kubelet and need no CCM, and afterwards the CCM is there to initialise them.
  *
+ * On a replicated control plane (preflight decides: more than one control-plane node, Kubernetes 1.24+) the
+ * cloud controllers are handed over by controller manager leader migration instead (KEP-2436; kubernetes.io
+ * "Migrate Replicated Control Plane To Use Cloud Controller Manager"; lib/steps/leader-migration.ts, ADR
+ * 0004): every kube-controller-manager joins the migration lease (phase 1), the CCM starts beside them on
+ * the same lease (phase 2), the control plane moves as without it (phase 3: kube-controller-managers
+ * external and off the lease, the lease holder's cloud controllers pass to the CCM), and the CCM is
+ * restarted without the flag (phase 4, in "Start the CCM").
+ *
  * A failure after preflight rolls back what this run changed (the restore sequence, from this run's own
  * backups) and ends the execution as RolledBack; a failure of the rollback itself ends it as it stands.
  *
@@ -23,6 +31,10 @@ export const UPGRADE_STATES = {
   stage: 'Stage the CCM',
   controlPlane: 'Move the control plane, one node at a time',
   moveNode: 'Move a control-plane node',
+  useLeaderMigration: 'Hand over by leader migration?',
+  enableMigration: 'Enable leader migration, one node at a time',
+  enableMigrationNode: 'Enable leader migration on a node',
+  startCcmMigrating: 'Start the CCM under leader migration',
   activate: 'Start the CCM',
   kubelets: 'Flip kubelets, control plane first',
   flipKubelet: 'Flip a kubelet',
@@ -135,6 +147,26 @@ export function upgradeDefinition(scope: Construct, stepTask: StepTaskFactory): 
       resultPath: sfn.JsonPath.DISCARD,
     }),
   );
+  // Leader migration phases 1 and 2, before the control plane moves (phase 3).
+  const enableMigration = catchRollingBack(
+    forEachNode(scope, {
+      mapName: S.enableMigration,
+      itemsPath: '$.preflight.controlPlaneNodes',
+      taskName: S.enableMigrationNode,
+      step: 'move-control-plane-node',
+      stepTask,
+      concurrency: { maxConcurrency: 1 },
+      constants: { phase: 'enable-leader-migration' },
+    }),
+  );
+  const startCcmMigrating = catchRollingBack(
+    stepTask(scope, {
+      stateName: S.startCcmMigrating,
+      step: 'activate-ccm',
+      payload: sfn.TaskInput.fromObject({ ...IDS, leaderMigration: true }),
+      resultPath: sfn.JsonPath.DISCARD,
+    }),
+  );
   // One Map over every node, control-plane nodes first: at most maxUnavailable kubelets restart at once,
   // so the whole flip takes ⌈nodes / maxUnavailable⌉ kubelet restarts (a kubelet restart stops no pod).
   const kubelets = catchRollingBack(
@@ -160,7 +192,18 @@ export function upgradeDefinition(scope: Construct, stepTask: StepTaskFactory): 
     }),
   );
 
-  const migrate = stage.next(controlPlane).next(activate).next(kubelets).next(verify);
+  controlPlane.next(activate).next(kubelets).next(verify);
+  const migrate = stage.next(
+    new sfn.Choice(scope, S.useLeaderMigration, { stateName: S.useLeaderMigration })
+      .when(
+        sfn.Condition.and(
+          sfn.Condition.isPresent('$.preflight.leaderMigration.enabled'),
+          sfn.Condition.booleanEquals('$.preflight.leaderMigration.enabled', true),
+        ),
+        enableMigration.next(startCcmMigrating).next(controlPlane),
+      )
+      .otherwise(controlPlane),
+  );
   const chain = preflight.next(
     new sfn.Choice(scope, S.nothingToDo, { stateName: S.nothingToDo })
       .when(sfn.Condition.booleanEquals('$.preflight.alreadyExternal', true), verify)

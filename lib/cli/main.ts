@@ -172,6 +172,10 @@ export function buildProgram(): Command {
     awsOptions(clusterCommand(program, kind), kind)
       .description(description)
       .option('--max-unavailable <n>', 'kubelets restarted at once', positiveInt, 1)
+      .option(
+        '--no-leader-migration',
+        'upgrade: start the CCM only after every kube-controller-manager dropped its provider, instead of handing the cloud controllers over under the migration lease (the default with several control-plane nodes on 1.24+)',
+      )
       .option('--state-dir <dir>', 'run records (default: $CCM_MIGRATE_STATE_DIR or ~/.ccm-migrate)')
       .option('--yes', 'do not ask for confirmation', false)
       .option('--request-id <id>', 'with --aws: the same id again follows the same execution', requestId)
@@ -185,8 +189,14 @@ export function buildProgram(): Command {
               yes: boolean;
               requestId?: string;
               pollInterval: number;
+              leaderMigration: boolean;
             },
         ) => {
+          // Only a --no-leader-migration said out loud overrides the default decision of preflight.
+          const options = {
+            ...(o.provider ? { provider: o.provider } : {}),
+            ...(o.leaderMigration === false ? { leaderMigration: false } : {}),
+          };
           if (o.aws) {
             const local = (['kubeconfig', 'context', 'agentImage', 'stateDir'] as const).filter((k) => o[k]);
             if (local.length > 0) {
@@ -203,7 +213,7 @@ export function buildProgram(): Command {
               events: new EventBridgeClient({}),
               target: await stackTarget(o, kind),
               maxUnavailable: o.maxUnavailable,
-              options: o.provider ? { provider: o.provider } : {},
+              options,
               yes: o.yes,
               pollMs: o.pollInterval * 1000,
               ...(o.requestId ? { requestId: o.requestId } : {}),
@@ -213,6 +223,7 @@ export function buildProgram(): Command {
           await migrationCommand({
             kind,
             ...clusterTarget(o),
+            options,
             store: new LocalRunStore(o.stateDir ?? defaultStateDir()),
             maxUnavailable: o.maxUnavailable,
             yes: o.yes,

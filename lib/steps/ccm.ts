@@ -15,7 +15,8 @@ import { commandLine, isPodReady, readMirrorPod } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import { KCM_MANIFEST, TO_EXTERNAL_KUBEADM } from './edits.ts';
 import { editKubeadmConfig } from './kubeadm-config.ts';
-import type { RunIds } from './schemas.ts';
+import { runsLeaderMigration, withLeaderMigration } from './leader-migration.ts';
+import type { ActivateEvent, RunIds } from './schemas.ts';
 import type { Snapshot } from './snapshot.ts';
 import { loadSnapshot } from './snapshot-store.ts';
 
@@ -29,30 +30,38 @@ export function ccmDeploymentOf(objects: readonly KubernetesObject[]): V1Deploym
   return deployment;
 }
 
-async function currentReplicas(ctx: StepContext, d: V1Deployment): Promise<number | undefined> {
+/** What a deployed CCM runs with now: its replicas, and whether its pods use leader migration. */
+async function currentState(
+  ctx: StepContext,
+  d: V1Deployment,
+): Promise<{ replicas: number | undefined; leaderMigration: boolean } | undefined> {
   const name = d.metadata?.name as string;
   const namespace = d.metadata?.namespace ?? 'kube-system';
   try {
     const existing = await call(`read deployment ${name}`, () =>
       ctx.clients.apps.readNamespacedDeployment({ name, namespace }),
     );
-    return existing.spec?.replicas;
+    return {
+      replicas: existing.spec?.replicas,
+      leaderMigration: runsLeaderMigration({ spec: existing.spec?.template.spec } as V1Pod),
+    };
   } catch (err) {
     if (httpStatus(err) === 404) return undefined;
     throw err;
   }
 }
 
-/** The CCM's objects for this cluster, as the provider catalog renders them. */
-export function renderCcm(snapshot: Snapshot, replicas: number): KubernetesObject[] {
+/** The CCM's objects for this cluster, as the provider catalog renders them (with leader migration in phase 2). */
+export function renderCcm(snapshot: Snapshot, replicas: number, leaderMigration = false): KubernetesObject[] {
   const cloudConfig = inTreeCloudConfigPath(snapshot);
-  return renderCcmObjects({
+  const objects = renderCcmObjects({
     provider: snapshot.provider,
     kubernetesVersion: snapshot.kubernetesVersion,
     clusterName: snapshot.clusterName,
     replicas,
     ...(cloudConfig ? { cloudConfigHostPath: cloudConfig } : {}),
   }) as KubernetesObject[];
+  return leaderMigration ? withLeaderMigration(objects, true) : objects;
 }
 
 /** kube-controller-manager's --cloud-config before the migration: the CCM mounts that file from its node. */
@@ -67,9 +76,14 @@ export function inTreeCloudConfigPath(snapshot: Pick<Snapshot, 'files'>): string
 
 export async function stageCcm(event: RunIds, ctx: StepContext): Promise<{ changed: number }> {
   const snapshot = await loadSnapshot(ctx, event);
-  // Staging again (a resumed run) must not scale a started CCM back to zero: keep the replicas it has.
-  const replicas = (await currentReplicas(ctx, ccmDeploymentOf(renderCcm(snapshot, 0)))) ?? 0;
-  const applied = await applyObjects(ctx.clients, renderCcm(snapshot, replicas));
+  // Staging again (a resumed run) must not scale a started CCM back to zero, nor take leader migration off
+  // a CCM started beside in-tree kube-controller-managers: keep what it runs with.
+  const current = await currentState(ctx, ccmDeploymentOf(renderCcm(snapshot, 0)));
+  const replicas = current?.replicas ?? 0;
+  const applied = await applyObjects(
+    ctx.clients,
+    renderCcm(snapshot, replicas, current?.leaderMigration ?? false),
+  );
   const changed = applied.filter((a) => a.changed).length;
   ctx.progress({
     step: 'stage-ccm',
@@ -81,11 +95,8 @@ export async function stageCcm(event: RunIds, ctx: StepContext): Promise<{ chang
 /** Control-plane nodes whose kube-controller-manager still runs (or may still run) the in-tree cloud loops. */
 async function inTreeControllerManagers(ctx: StepContext, snapshot: Snapshot): Promise<string[]> {
   const inTree = providerFacts(snapshot.provider).inTreeName;
-  const nodes = Object.entries(snapshot.nodes)
-    .filter(([, n]) => n.role === 'control-plane')
-    .map(([name]) => name);
   const still: string[] = [];
-  for (const node of nodes) {
+  for (const node of controlPlaneOf(snapshot)) {
     const pod = await readMirrorPod(ctx, 'kube-controller-manager', node);
     const provider = pod && parseFlags(commandLine(pod)).get('cloud-provider');
     if (!pod || !isPodReady(pod) || provider === inTree) still.push(node);
@@ -111,6 +122,13 @@ export async function ccmPods(ctx: StepContext, snapshot: Snapshot): Promise<V1P
  * `<hostname>_<uuid>`, and the CCM runs on the host network: its hostname is its node's name.
  */
 export async function ccmLeader(ctx: StepContext, snapshot: Snapshot): Promise<string | undefined> {
+  return (await ccmLeadership(ctx, snapshot)).leader;
+}
+
+async function ccmLeadership(
+  ctx: StepContext,
+  snapshot: Snapshot,
+): Promise<{ leader: string | undefined; holder: string; renewTime: string }> {
   const facts = providerFacts(snapshot.provider);
   const [pods, lease] = await Promise.all([
     ccmPods(ctx, snapshot),
@@ -123,10 +141,76 @@ export async function ccmLeader(ctx: StepContext, snapshot: Snapshot): Promise<s
   ]);
   const holder = lease?.spec?.holderIdentity ?? '';
   const leader = pods.find((p) => isPodReady(p) && holder.startsWith(`${p.spec?.nodeName}_`));
-  return leader?.metadata?.name;
+  return { leader: leader?.metadata?.name, holder, renewTime: String(lease?.spec?.renewTime ?? '') };
 }
 
-export async function activateCcm(event: RunIds, ctx: StepContext): Promise<{ leader: string }> {
+/**
+ * A poll that answers the CCM's leader once every CCM pod runs with (or without) leader migration as wanted
+ * and the holder was seen renewing: after a rollout a process gone with its pod keeps the lease until it
+ * expires, and its hostname is that of the new pod on the same node.
+ */
+function renewingCcmLeader(
+  ctx: StepContext,
+  snapshot: Snapshot,
+  leaderMigration: boolean,
+): () => Promise<string | undefined> {
+  let seen: { holder: string; renewTime: string } | undefined;
+  return async () => {
+    const pods = await ccmPods(ctx, snapshot);
+    if (pods.some((p) => runsLeaderMigration(p) !== leaderMigration)) return undefined;
+    const { leader, holder, renewTime } = await ccmLeadership(ctx, snapshot);
+    const renewed = seen?.holder === holder && seen.renewTime !== renewTime;
+    seen = { holder, renewTime };
+    return renewed ? leader : undefined;
+  };
+}
+
+/** Control-plane nodes whose kube-controller-manager does not (yet) run with leader migration. */
+async function controllerManagersWithoutMigration(ctx: StepContext, snapshot: Snapshot): Promise<string[]> {
+  const without: string[] = [];
+  for (const node of controlPlaneOf(snapshot)) {
+    const pod = await readMirrorPod(ctx, 'kube-controller-manager', node);
+    if (!pod || !isPodReady(pod) || !runsLeaderMigration(pod)) without.push(node);
+  }
+  return without;
+}
+
+function controlPlaneOf(snapshot: Snapshot): string[] {
+  return Object.entries(snapshot.nodes)
+    .filter(([, n]) => n.role === 'control-plane')
+    .map(([name]) => name);
+}
+
+/**
+ * Leader migration phase 2: the CCM starts beside in-tree kube-controller-managers that all run leader
+ * migration, so that whichever holds the migration lease runs the cloud controllers, and only it. A
+ * kube-controller-manager without the flag would run them beside the CCM: that is refused (waited for).
+ */
+async function startCcmMigrating(event: ActivateEvent, ctx: StepContext): Promise<{ leader: string }> {
+  const snapshot = await loadSnapshot(ctx, event);
+  await waitFor(
+    'every kube-controller-manager to run with leader migration',
+    async () => (await controllerManagersWithoutMigration(ctx, snapshot)).length === 0,
+    ctx,
+  );
+  const applied = await applyObjects(ctx.clients, renderCcm(snapshot, snapshot.ccmReplicas, true));
+  if (applied.some((a) => a.changed)) {
+    ctx.progress({
+      step: 'activate-ccm',
+      message: `CCM scaled to ${snapshot.ccmReplicas} with leader migration`,
+    });
+  }
+  const leader = await waitFor(
+    'the CCM to be Ready and hold its lease',
+    renewingCcmLeader(ctx, snapshot, true),
+    ctx,
+  );
+  ctx.progress({ step: 'activate-ccm', message: `CCM leader ${leader}, waiting for the migration lease` });
+  return { leader };
+}
+
+export async function activateCcm(event: ActivateEvent, ctx: StepContext): Promise<{ leader: string }> {
+  if (event.leaderMigration) return startCcmMigrating(event, ctx);
   const snapshot = await loadSnapshot(ctx, event);
   await waitFor(
     'every kube-controller-manager to run without the in-tree provider',
@@ -140,7 +224,12 @@ export async function activateCcm(event: RunIds, ctx: StepContext): Promise<{ le
   if (applied.some((a) => a.changed)) {
     ctx.progress({ step: 'activate-ccm', message: `CCM scaled to ${snapshot.ccmReplicas}` });
   }
-  const leader = await waitFor('the CCM to be Ready and hold its lease', () => ccmLeader(ctx, snapshot), ctx);
+  // After leader migration this is its phase 4: the CCM rolls out without the flag.
+  const leader = await waitFor(
+    'the CCM to be Ready and hold its lease',
+    renewingCcmLeader(ctx, snapshot, false),
+    ctx,
+  );
   ctx.progress({ step: 'activate-ccm', message: `CCM leader ${leader}` });
   return { leader };
 }

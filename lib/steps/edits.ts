@@ -6,12 +6,23 @@
  */
 import type { StaticPodEdit } from '../agent/protocol.ts';
 import type { ClusterConfigurationEdit } from '../controlplane/kubeadm-config.ts';
+import { LEADER_MIGRATION_CONFIG_FLAG, LEADER_MIGRATION_FLAG } from './leader-migration.ts';
 
 export const KAS_MANIFEST = '/etc/kubernetes/manifests/kube-apiserver.yaml';
 export const KCM_MANIFEST = '/etc/kubernetes/manifests/kube-controller-manager.yaml';
 export const CONTROL_PLANE_MANIFESTS = [KAS_MANIFEST, KCM_MANIFEST] as const;
 
 const IN_TREE_GATES = { DisableCloudProviders: null, DisableKubeletCloudCredentialProviders: null };
+/**
+ * An external kube-controller-manager must not run leader migration (upstream: "MUST NOT have Leader
+ * Migration enabled"): its leader would still contend for the migration lease and hold it running nothing.
+ */
+const EXTERNAL_KCM_FLAGS = {
+  'cloud-provider': 'external',
+  'cloud-config': null,
+  [LEADER_MIGRATION_FLAG]: null,
+  [LEADER_MIGRATION_CONFIG_FLAG]: null,
+};
 
 export const TO_EXTERNAL_STATIC_PODS: readonly StaticPodEdit[] = [
   {
@@ -22,9 +33,19 @@ export const TO_EXTERNAL_STATIC_PODS: readonly StaticPodEdit[] = [
   },
   {
     path: KCM_MANIFEST,
-    flags: { 'cloud-provider': 'external', 'cloud-config': null },
+    flags: EXTERNAL_KCM_FLAGS,
     featureGates: IN_TREE_GATES,
     dropUnusedCloudConfigVolume: true,
+  },
+];
+
+/** Leader migration phase 1: kube-controller-manager joins the migration lease, in-tree provider kept. */
+export const ENABLE_LEADER_MIGRATION_STATIC_PODS: readonly StaticPodEdit[] = [
+  {
+    path: KCM_MANIFEST,
+    flags: { [LEADER_MIGRATION_FLAG]: 'true' },
+    featureGates: {},
+    dropUnusedCloudConfigVolume: false,
   },
 ];
 
@@ -41,7 +62,7 @@ export const TO_EXTERNAL_KUBEADM: ClusterConfigurationEdit = {
     dropCloudConfigVolume: true,
   },
   controllerManager: {
-    flags: { 'cloud-provider': 'external', 'cloud-config': null },
+    flags: EXTERNAL_KCM_FLAGS,
     featureGates: IN_TREE_GATES,
     dropCloudConfigVolume: true,
   },

@@ -25,6 +25,7 @@ import { flipKubelet, moveControlPlaneNode } from './nodes.ts';
 import { preflight } from './preflight.ts';
 import { removeCcm, restoreControlPlaneNode, restoreKubelet, stopCcm, verifyInTree } from './restore.ts';
 import {
+  ActivateEventSchema,
   FailureEventSchema,
   FinalizeEventSchema,
   NodeEventSchema,
@@ -54,7 +55,7 @@ export const STEPS: { readonly [K in StepId]: StepDefinition<z.ZodType, ContextO
   preflight: step(PreflightEventSchema, preflight),
   'stage-ccm': step(RunIds, stageCcm),
   'move-control-plane-node': step(NodeEventSchema, moveControlPlaneNode),
-  'activate-ccm': step(RunIds, activateCcm),
+  'activate-ccm': step(ActivateEventSchema, activateCcm),
   'flip-kubelet': step(NodeEventSchema, flipKubelet),
   verify: step(RunIds, verify),
   finalize: step(FinalizeEventSchema, finalize),

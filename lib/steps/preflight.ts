@@ -14,6 +14,7 @@ import { type ClusterAccess, isControlPlane, isNodeReady, listNodes, nodeName } 
 import type { StepContext } from './context.ts';
 import { CONTROL_PLANE_MANIFESTS, KCM_MANIFEST } from './edits.ts';
 import { readClusterConfiguration } from './kubeadm-config.ts';
+import { decideLeaderMigration } from './leader-migration.ts';
 import type { PreflightResult, UpgradeOptions } from './schemas.ts';
 import { type NodeFacts, type Snapshot, SnapshotSchema, TOPOLOGY_LABELS } from './snapshot.ts';
 
@@ -232,6 +233,11 @@ export async function preflight(
 ): Promise<PreflightResult> {
   const record = await ctx.store.begin({ clusterId: event.clusterId, runId: event.runId, kind: 'upgrade' });
   const exam = await examineCluster(ctx, event.runId, event.options);
+  const leaderMigration = decideLeaderMigration(
+    exam.kubernetesVersion,
+    exam.controlPlaneNodes.length,
+    event.options.leaderMigration,
+  );
   const left = exam.inTreeLeft;
   const external = exam.externalAlready;
   if (left.length > 0 && external.length > 0 && record.snapshot === undefined) {
@@ -275,7 +281,7 @@ export async function preflight(
     message:
       left.length === 0
         ? 'already external: nothing to change'
-        : `${exam.provider} ${exam.kubernetesVersion}, ${exam.nodes.length} nodes`,
+        : `${exam.provider} ${exam.kubernetesVersion}, ${exam.nodes.length} nodes; ${leaderMigration.reason}`,
   });
   return {
     alreadyExternal: left.length === 0,
@@ -284,5 +290,6 @@ export async function preflight(
     controlPlaneNodes: exam.controlPlaneNodes,
     workerNodes: exam.workerNodes,
     kubeletOrder: [...exam.controlPlaneNodes, ...exam.workerNodes],
+    leaderMigration,
   };
 }

@@ -19,6 +19,11 @@ export const UpgradeOptionsSchema = z.object({
   provider: z.enum(PROVIDERS).optional(),
   /** Replicas of the CCM once started; by default one per control-plane node, at most 3. */
   ccmReplicas: z.int().min(1).max(5).optional(),
+  /**
+   * Hand the cloud controllers from kube-controller-manager to the CCM under the migration lease (KEP-2436).
+   * Default: on with more than one control-plane node where the version supports it (1.24+, GA).
+   */
+  leaderMigration: z.boolean().optional(),
 });
 export type UpgradeOptions = z.infer<typeof UpgradeOptionsSchema>;
 
@@ -31,8 +36,28 @@ export const UpgradeInputSchema = RunIds.extend({
 export type UpgradeInput = z.infer<typeof UpgradeInputSchema>;
 
 export const PreflightEventSchema = RunIds.extend({ options: UpgradeOptionsSchema.default({}) });
-export const NodeEventSchema = RunIds.extend({ node: z.string().min(1) });
+/**
+ * Phase 1 of upstream's leader migration (kubernetes.io "Migrate Replicated Control Plane To Use Cloud
+ * Controller Manager"): kube-controller-manager gets --enable-leader-migration and keeps its provider.
+ */
+export const LeaderMigrationPhaseSchema = z.literal('enable-leader-migration');
+export const NodeEventSchema = RunIds.extend({
+  node: z.string().min(1),
+  /** Absent: the node moves off the in-tree provider. */
+  phase: LeaderMigrationPhaseSchema.optional(),
+});
 export type NodeEvent = z.infer<typeof NodeEventSchema>;
+
+/** The CCM started beside in-tree kube-controller-managers (phase 2, leader migration) or after them. */
+export const ActivateEventSchema = RunIds.extend({ leaderMigration: z.boolean().default(false) });
+export type ActivateEvent = z.infer<typeof ActivateEventSchema>;
+
+export const LeaderMigrationDecisionSchema = z.object({
+  enabled: z.boolean(),
+  /** Why, in words for the plan and the progress output. */
+  reason: z.string(),
+});
+export type LeaderMigrationDecision = z.infer<typeof LeaderMigrationDecisionSchema>;
 
 export const PreflightResultSchema = z.object({
   alreadyExternal: z.boolean(),
@@ -42,6 +67,7 @@ export const PreflightResultSchema = z.object({
   workerNodes: z.array(z.string()),
   /** Every node in the order its kubelet flips: control-plane nodes first. */
   kubeletOrder: z.array(z.string()),
+  leaderMigration: LeaderMigrationDecisionSchema,
 });
 export type PreflightResult = z.infer<typeof PreflightResultSchema>;
 

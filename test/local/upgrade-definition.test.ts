@@ -61,6 +61,35 @@ describe('the upgrade definition, run by the local engine', () => {
     expect(calls.every((c) => c.event.clusterId === 'demo' && c.event.runId === 'r1')).toBe(true);
   });
 
+  it('runs the leader migration phases when preflight chose it: KCMs join the lease, the CCM starts, then the move', async () => {
+    const { calls, handlers } = recording({
+      preflight: async () => ({
+        ...((await preflight()) as object),
+        leaderMigration: { enabled: true, reason: 'HA' },
+      }),
+    });
+
+    const result = await runLocally({ workflow, handlers, input });
+
+    expect(result.status).toBe('SUCCEEDED');
+    const order = calls.map((c) =>
+      [c.step, c.event.node, c.event.phase, c.event.leaderMigration].filter((x) => x !== undefined).join(':'),
+    );
+    expect(order.slice(0, 10)).toEqual([
+      'preflight',
+      'stage-ccm',
+      'move-control-plane-node:cp-1:enable-leader-migration',
+      'move-control-plane-node:cp-2:enable-leader-migration',
+      'move-control-plane-node:cp-3:enable-leader-migration',
+      'activate-ccm:true',
+      'move-control-plane-node:cp-1',
+      'move-control-plane-node:cp-2',
+      'move-control-plane-node:cp-3',
+      'activate-ccm',
+    ]);
+    expect(order.slice(-2)).toEqual(['verify', 'finalize']);
+  });
+
   it('goes straight to verification when the cluster is already external', async () => {
     const { calls, handlers } = recording({ preflight: async () => ({ alreadyExternal: true }) });
 
