@@ -153,6 +153,8 @@ function renewingCcmLeader(
   ctx: StepContext,
   snapshot: Snapshot,
   leaderMigration: boolean,
+  /** No CCM held the lease before this step started one: any holder is one of its processes. */
+  fresh: boolean,
 ): () => Promise<string | undefined> {
   let seen: { holder: string; renewTime: string } | undefined;
   return async () => {
@@ -161,8 +163,13 @@ function renewingCcmLeader(
     const { leader, holder, renewTime } = await ccmLeadership(ctx, snapshot);
     const renewed = seen?.holder === holder && seen.renewTime !== renewTime;
     seen = { holder, renewTime };
-    return renewed ? leader : undefined;
+    return fresh || renewed ? leader : undefined;
   };
+}
+
+/** Whether the CCM's lease has no holder yet (a first start, not a rollout or a resumed run). */
+async function ccmLeaseUnheld(ctx: StepContext, snapshot: Snapshot): Promise<boolean> {
+  return (await ccmLeadership(ctx, snapshot)).holder === '';
 }
 
 /** Control-plane nodes whose kube-controller-manager does not (yet) run with leader migration. */
@@ -193,6 +200,7 @@ async function startCcmMigrating(event: ActivateEvent, ctx: StepContext): Promis
     async () => (await controllerManagersWithoutMigration(ctx, snapshot)).length === 0,
     ctx,
   );
+  const fresh = await ccmLeaseUnheld(ctx, snapshot);
   const applied = await applyObjects(ctx.clients, renderCcm(snapshot, snapshot.ccmReplicas, true));
   if (applied.some((a) => a.changed)) {
     ctx.progress({
@@ -202,7 +210,7 @@ async function startCcmMigrating(event: ActivateEvent, ctx: StepContext): Promis
   }
   const leader = await waitFor(
     'the CCM to be Ready and hold its lease',
-    renewingCcmLeader(ctx, snapshot, true),
+    renewingCcmLeader(ctx, snapshot, true, fresh),
     ctx,
   );
   ctx.progress({ step: 'activate-ccm', message: `CCM leader ${leader}, waiting for the migration lease` });
@@ -220,6 +228,7 @@ export async function activateCcm(event: ActivateEvent, ctx: StepContext): Promi
   if (await editKubeadmConfig(ctx, TO_EXTERNAL_KUBEADM)) {
     ctx.progress({ step: 'activate-ccm', message: 'kubeadm-config ClusterConfiguration updated' });
   }
+  const fresh = await ccmLeaseUnheld(ctx, snapshot);
   const applied = await applyObjects(ctx.clients, renderCcm(snapshot, snapshot.ccmReplicas));
   if (applied.some((a) => a.changed)) {
     ctx.progress({ step: 'activate-ccm', message: `CCM scaled to ${snapshot.ccmReplicas}` });
@@ -227,7 +236,7 @@ export async function activateCcm(event: ActivateEvent, ctx: StepContext): Promi
   // After leader migration this is its phase 4: the CCM rolls out without the flag.
   const leader = await waitFor(
     'the CCM to be Ready and hold its lease',
-    renewingCcmLeader(ctx, snapshot, false),
+    renewingCcmLeader(ctx, snapshot, false, fresh),
     ctx,
   );
   ctx.progress({ step: 'activate-ccm', message: `CCM leader ${leader}` });
