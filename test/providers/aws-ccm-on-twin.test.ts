@@ -11,25 +11,21 @@ import { providerFacts } from '../../lib/providers/catalog.ts';
 import { parseProviderID } from '../../lib/providers/provider-id.ts';
 import { CCM_LABEL_SELECTOR, renderCcmObjects } from '../../lib/providers/render.ts';
 import {
+  CLOUD_CONF,
   dropCloudFlags,
   eventually,
   FIXTURES,
   fixtureSpec,
+  fixtureTwins,
   isReady,
+  KCM,
+  KUBELET_FLAGS,
   kubeletExternal,
   startTestTwin,
   type TestTwin,
 } from '../twin/running-twin.ts';
 
-const KCM = '/etc/kubernetes/manifests/kube-controller-manager.yaml';
-const KUBELET_FLAGS = '/var/lib/kubelet/kubeadm-flags.env';
-const CLOUD_CONF = '/etc/kubernetes/cloud.conf';
-
-let twin: TestTwin | undefined;
-afterEach(async () => {
-  await twin?.stop();
-  twin = undefined;
-});
+const start = fixtureTwins();
 
 const tainted = async (t: TestTwin) =>
   (await t.core.listNode()).items
@@ -38,16 +34,13 @@ const tainted = async (t: TestTwin) =>
 
 describe('the rendered AWS cloud-controller-manager on a twin', () => {
   it('stages at zero, then runs, leads and initialises the tainted nodes; a re-apply changes nothing', async () => {
-    const t = await startTestTwin(
-      await fixtureSpec(FIXTURES.awsMini, {
-        edits: [
-          { group: 'cp', file: KUBELET_FLAGS, edit: kubeletExternal },
-          { group: 'worker', file: KUBELET_FLAGS, edit: kubeletExternal },
-          { group: 'cp', file: KCM, edit: dropCloudFlags },
-        ],
-      }),
-    );
-    twin = t;
+    const t = await start(FIXTURES.awsMini, {
+      edits: [
+        { group: 'cp', file: KUBELET_FLAGS, edit: kubeletExternal },
+        { group: 'worker', file: KUBELET_FLAGS, edit: kubeletExternal },
+        { group: 'cp', file: KCM, edit: dropCloudFlags },
+      ],
+    });
     expect((await tainted(t)).sort()).toEqual(['cp-1', 'worker-1', 'worker-2']);
     const input = {
       provider: 'aws' as const,

@@ -15,31 +15,23 @@ import { renderCcmObjects } from '../../lib/providers/render.ts';
 import { hostPath } from '../../lib/twin/context.ts';
 import type { KubeObject } from '../../lib/twin/store.ts';
 import {
+  CLOUD_CONF,
   dropCloudFlags,
   eventually,
   FIXTURES,
   fixtureSpec,
+  fixtureTwins,
   isReady,
+  KCM,
+  KUBELET_FLAGS,
   kubeletExternal,
   startTestTwin,
   type TestTwin,
 } from './running-twin.ts';
 
-const KCM = '/etc/kubernetes/manifests/kube-controller-manager.yaml';
-const KUBELET_FLAGS = '/var/lib/kubelet/kubeadm-flags.env';
 const KUBELET_CONFIG = '/var/lib/kubelet/config.yaml';
-const CLOUD_CONF = '/etc/kubernetes/cloud.conf';
 
-let running: TestTwin | undefined;
-afterEach(async () => {
-  await running?.stop();
-  running = undefined;
-});
-
-async function start(...args: Parameters<typeof fixtureSpec>): Promise<TestTwin> {
-  running = await startTestTwin(await fixtureSpec(...args));
-  return running;
-}
+const start = fixtureTwins();
 
 /** The worker group's kubelet flags file, switched to --cloud-provider=external (a new launch template). */
 function externalWorkerFlags(t: TestTwin): Record<string, string> {

@@ -2,10 +2,12 @@
  * Test support for whole-twin tests: start a twin from a fixture (optionally with its host files edited),
  * reach it with the real @kubernetes/client-node through the kubeconfig it writes, and wait for conditions.
  */
+
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterEach } from 'vitest';
 import { clientsFromKubeconfigFile, type KubeClients } from '../../lib/kube/clients.ts';
 import { hostPath } from '../../lib/twin/context.ts';
 import { loadTwinSpec, parseTwinSpec, type TwinSpec } from '../../lib/twin/spec.ts';
@@ -15,6 +17,28 @@ export const FIXTURES = {
   awsMini: fileURLToPath(new URL('../fixtures/twins/aws-mini.yaml', import.meta.url)),
   awsHaMini: fileURLToPath(new URL('../fixtures/twins/aws-ha-mini.yaml', import.meta.url)),
 };
+
+/** The kubeadm host files the tests read and edit. */
+export const KAS = '/etc/kubernetes/manifests/kube-apiserver.yaml';
+export const KCM = '/etc/kubernetes/manifests/kube-controller-manager.yaml';
+export const KUBELET_FLAGS = '/var/lib/kubelet/kubeadm-flags.env';
+export const CLOUD_CONF = '/etc/kubernetes/cloud.conf';
+
+/**
+ * A starter for the tests of one file: each twin it starts from a fixture is stopped after its test.
+ * Call at the top level of the file.
+ */
+export function fixtureTwins(): (...args: Parameters<typeof fixtureSpec>) => Promise<TestTwin> {
+  let running: TestTwin | undefined;
+  afterEach(async () => {
+    await running?.stop();
+    running = undefined;
+  });
+  return async (...args) => {
+    running = await startTestTwin(await fixtureSpec(...args));
+    return running;
+  };
+}
 
 /** Node file edits a hand migration makes: cloud flags off a static pod, a kubelet flipped to external. */
 export const dropCloudFlags = (text: string): string =>

@@ -14,27 +14,19 @@ import {
   eventually,
   FIXTURES,
   fixtureSpec,
+  fixtureTwins,
   isReady,
+  KAS,
+  KCM,
+  KUBELET_FLAGS,
   kubeletExternal,
   startTestTwin,
   type TestTwin,
 } from './running-twin.ts';
 
-const KCM = '/etc/kubernetes/manifests/kube-controller-manager.yaml';
-const KAS = '/etc/kubernetes/manifests/kube-apiserver.yaml';
-const KUBELET_FLAGS = '/var/lib/kubelet/kubeadm-flags.env';
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 
-let running: TestTwin | undefined;
-afterEach(async () => {
-  await running?.stop();
-  running = undefined;
-});
-
-async function start(...args: Parameters<typeof fixtureSpec>): Promise<TestTwin> {
-  running = await startTestTwin(await fixtureSpec(...args));
-  return running;
-}
+const start = fixtureTwins();
 
 async function mirrorPod(t: TestTwin, component: string, node: string): Promise<V1Pod> {
   return t.core.readNamespacedPod({ name: `${component}-${node}`, namespace: 'kube-system' });
