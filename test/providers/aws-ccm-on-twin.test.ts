@@ -4,7 +4,7 @@
  * the real client, it runs, takes its Lease and initialises every tainted node; applied again it changes
  * nothing.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { applyObjects } from '../../lib/kube/apply.ts';
 import { UNINITIALIZED_TAINT } from '../../lib/kube/well-known.ts';
 import { providerFacts } from '../../lib/providers/catalog.ts';
@@ -15,13 +15,11 @@ import {
   dropCloudFlags,
   eventually,
   FIXTURES,
-  fixtureSpec,
   fixtureTwins,
   isReady,
   KCM,
   KUBELET_FLAGS,
   kubeletExternal,
-  startTestTwin,
   type TestTwin,
 } from '../twin/running-twin.ts';
 

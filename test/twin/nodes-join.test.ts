@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { InvalidInputError } from '../../lib/errors.ts';
 import { applyObjects } from '../../lib/kube/apply.ts';
 import { UNINITIALIZED_TAINT } from '../../lib/kube/well-known.ts';
@@ -19,13 +19,11 @@ import {
   dropCloudFlags,
   eventually,
   FIXTURES,
-  fixtureSpec,
   fixtureTwins,
   isReady,
   KCM,
   KUBELET_FLAGS,
   kubeletExternal,
-  startTestTwin,
   type TestTwin,
 } from './running-twin.ts';
 

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AGENT_NAME, AGENT_REQUEST_ENV, AgentResultSchema } from '../../lib/agent/protocol.ts';
 import { TwinStartError } from '../../lib/twin/twin.ts';
 import {
