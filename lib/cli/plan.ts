@@ -9,6 +9,7 @@ export function renderPlan(clusterId: string, server: string, plan: UpgradePlan)
     `plan for cluster ${clusterId} at ${server}`,
     `  Kubernetes ${e.kubernetesVersion}, provider ${e.provider}, --cluster-name ${e.clusterName}`,
     `  CCM image ${e.ccmImage}; control plane ${e.controlPlaneNodes.join(', ')}; ${e.workerNodes.length} worker(s)`,
+    `  leader migration ${plan.leaderMigration.enabled ? 'on' : 'off'}: ${plan.leaderMigration.reason}`,
     '',
   ];
   if (e.inTreeLeft.length === 0)

@@ -14,8 +14,9 @@ import { call, httpStatus } from '../kube/errors.ts';
 import { ccmDeploymentRef, renderCcmObjects } from '../providers/render.ts';
 import { inTreeCloudConfigPath } from '../steps/ccm.ts';
 import { TO_EXTERNAL_KUBELET, TO_EXTERNAL_STATIC_PODS } from '../steps/edits.ts';
+import { decideLeaderMigration } from '../steps/leader-migration.ts';
 import { type ClusterExamination, examineCluster } from '../steps/preflight.ts';
-import type { UpgradeOptions } from '../steps/schemas.ts';
+import type { LeaderMigrationDecision, UpgradeOptions } from '../steps/schemas.ts';
 import { type LocalContextOptions, localContext } from './context.ts';
 import { newRunId } from './migration.ts';
 
@@ -33,6 +34,8 @@ export interface ObjectChange {
 
 export interface UpgradePlan {
   readonly examination: Omit<ClusterExamination, 'nodes' | 'files'>;
+  /** Whether the cloud controllers would be handed over under the leader-migration lease, and why. */
+  readonly leaderMigration: LeaderMigrationDecision;
   readonly files: FileChange[];
   readonly objects: ObjectChange[];
 }
@@ -113,5 +116,10 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
     ...(cloudConfig ? { cloudConfigHostPath: cloudConfig } : {}),
   }) as KubernetesObject[];
   for (const obj of rendered) objects.push(await objectChange(opts.clients, obj));
-  return { examination, files, objects };
+  const leaderMigration = decideLeaderMigration(
+    examination.kubernetesVersion,
+    examination.controlPlaneNodes.length,
+    opts.options.leaderMigration,
+  );
+  return { examination, leaderMigration, files, objects };
 }

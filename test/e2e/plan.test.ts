@@ -28,6 +28,10 @@ describe('ccm-migrate plan on the AWS twin', () => {
     expect(kcm?.diff).toContain('-    - --cloud-provider=aws');
     expect(kcm?.diff).toContain('+    - --cloud-provider=external');
     expect(plan.objects.every((o) => o.action === 'create')).toBe(true);
+    expect(plan.leaderMigration).toEqual({
+      enabled: false,
+      reason: expect.stringMatching(/one control-plane node/),
+    });
     expect(plan.objects.map((o) => o.object)).toContain(
       'Deployment kube-system/aws-cloud-controller-manager',
     );
