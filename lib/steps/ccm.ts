@@ -4,7 +4,7 @@
  * never has two cloud controllers (ADR 0002). Both are server-side applies of the same rendered objects:
  * run twice, they change nothing.
  */
-import type { KubernetesObject, V1Deployment, V1Pod } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Deployment, V1Lease, V1Pod } from '@kubernetes/client-node';
 import { parseFlags } from '../controlplane/flags.ts';
 import { applyObjects } from '../kube/apply.ts';
 import { call, httpStatus } from '../kube/errors.ts';
@@ -122,23 +122,27 @@ export async function ccmPods(ctx: StepContext, snapshot: Snapshot): Promise<V1P
  * `<hostname>_<uuid>`, and the CCM runs on the host network: its hostname is its node's name.
  */
 export async function ccmLeader(ctx: StepContext, snapshot: Snapshot): Promise<string | undefined> {
-  return (await ccmLeadership(ctx, snapshot)).leader;
+  return (await ccmLeadership(ctx, snapshot, await ccmPods(ctx, snapshot))).leader;
 }
 
+/** The CCM's Lease, or undefined before any CCM took it. */
+async function readCcmLease(ctx: StepContext, snapshot: Snapshot): Promise<V1Lease | undefined> {
+  const facts = providerFacts(snapshot.provider);
+  return call('read the CCM lease', () =>
+    ctx.clients.coordination.readNamespacedLease({ name: facts.leaseName, namespace: facts.namespace }),
+  ).catch((err: unknown) => {
+    if (httpStatus(err) === 404) return undefined;
+    throw err;
+  });
+}
+
+/** Who holds the CCM's Lease, and which of `pods` (the CCM's, listed by the caller) that is. */
 async function ccmLeadership(
   ctx: StepContext,
   snapshot: Snapshot,
+  pods: readonly V1Pod[],
 ): Promise<{ leader: string | undefined; holder: string; renewTime: string }> {
-  const facts = providerFacts(snapshot.provider);
-  const [pods, lease] = await Promise.all([
-    ccmPods(ctx, snapshot),
-    call('read the CCM lease', () =>
-      ctx.clients.coordination.readNamespacedLease({ name: facts.leaseName, namespace: facts.namespace }),
-    ).catch((err: unknown) => {
-      if (httpStatus(err) === 404) return undefined;
-      throw err;
-    }),
-  ]);
+  const lease = await readCcmLease(ctx, snapshot);
   const holder = lease?.spec?.holderIdentity ?? '';
   const leader = pods.find((p) => isPodReady(p) && holder.startsWith(`${p.spec?.nodeName}_`));
   return { leader: leader?.metadata?.name, holder, renewTime: String(lease?.spec?.renewTime ?? '') };
@@ -160,7 +164,7 @@ function renewingCcmLeader(
   return async () => {
     const pods = await ccmPods(ctx, snapshot);
     if (pods.some((p) => runsLeaderMigration(p) !== leaderMigration)) return undefined;
-    const { leader, holder, renewTime } = await ccmLeadership(ctx, snapshot);
+    const { leader, holder, renewTime } = await ccmLeadership(ctx, snapshot, pods);
     const renewed = seen?.holder === holder && seen.renewTime !== renewTime;
     seen = { holder, renewTime };
     return fresh || renewed ? leader : undefined;
@@ -169,7 +173,7 @@ function renewingCcmLeader(
 
 /** Whether the CCM's lease has no holder yet (a first start, not a rollout or a resumed run). */
 async function ccmLeaseUnheld(ctx: StepContext, snapshot: Snapshot): Promise<boolean> {
-  return (await ccmLeadership(ctx, snapshot)).holder === '';
+  return !(await readCcmLease(ctx, snapshot))?.spec?.holderIdentity;
 }
 
 /** Control-plane nodes whose kube-controller-manager does not (yet) run with leader migration. */
