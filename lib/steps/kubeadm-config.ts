@@ -3,6 +3,7 @@
  * changed like the manifests once the control plane has moved, or the next `kubeadm upgrade` would
  * regenerate the manifests with the in-tree flags. A cluster without it (not made by kubeadm) is left alone.
  */
+import type { V1ConfigMap } from '@kubernetes/client-node';
 import {
   type ClusterConfigurationEdit,
   editClusterConfiguration,
@@ -11,48 +12,49 @@ import {
 import { call, httpStatus } from '../kube/errors.ts';
 import type { ClusterAccess } from './cluster.ts';
 
-/** The ClusterConfiguration text, or undefined when the cluster has no kubeadm-config. */
-export async function readClusterConfiguration(ctx: ClusterAccess): Promise<string | undefined> {
+async function readKubeadmConfigMap(ctx: ClusterAccess): Promise<V1ConfigMap | undefined> {
   try {
-    const cm = await call(`read ${KUBEADM_CONFIG.namespace}/${KUBEADM_CONFIG.name}`, () =>
+    return await call(`read ${KUBEADM_CONFIG.namespace}/${KUBEADM_CONFIG.name}`, () =>
       ctx.clients.core.readNamespacedConfigMap({
         name: KUBEADM_CONFIG.name,
         namespace: KUBEADM_CONFIG.namespace,
       }),
     );
-    return cm.data?.[KUBEADM_CONFIG.key];
   } catch (err) {
     if (httpStatus(err) === 404) return undefined;
     throw err;
   }
 }
 
-/** Apply `edit` to the ClusterConfiguration; whether it changed. A concurrent writer makes it retry (409). */
-export async function editKubeadmConfig(
+/** The ClusterConfiguration text, or undefined when the cluster has no kubeadm-config. */
+export async function readClusterConfiguration(ctx: ClusterAccess): Promise<string | undefined> {
+  return (await readKubeadmConfigMap(ctx))?.data?.[KUBEADM_CONFIG.key];
+}
+
+/**
+ * Replace the ClusterConfiguration with `change(text)`; whether it changed. The replace carries the
+ * resourceVersion read: a concurrent change is a 409 (retried by the step), never overwritten.
+ */
+export async function updateClusterConfiguration(
   ctx: ClusterAccess,
-  edit: ClusterConfigurationEdit,
+  change: (text: string) => string,
 ): Promise<boolean> {
-  const what = `update ${KUBEADM_CONFIG.namespace}/${KUBEADM_CONFIG.name}`;
-  const cm = await call(what, () =>
-    ctx.clients.core.readNamespacedConfigMap({
-      name: KUBEADM_CONFIG.name,
-      namespace: KUBEADM_CONFIG.namespace,
-    }),
-  ).catch((err: unknown) => {
-    if (httpStatus(err) === 404) return undefined;
-    throw err;
-  });
+  const cm = await readKubeadmConfigMap(ctx);
   const text = cm?.data?.[KUBEADM_CONFIG.key];
   if (!cm || text === undefined) return false;
-  const next = editClusterConfiguration(text, edit);
-  if (!next.changed) return false;
-  // replace carries the resourceVersion we read: a concurrent change is a 409, never overwritten.
-  await call(what, () =>
+  const next = change(text);
+  if (next === text) return false;
+  await call(`update ${KUBEADM_CONFIG.namespace}/${KUBEADM_CONFIG.name}`, () =>
     ctx.clients.core.replaceNamespacedConfigMap({
       name: KUBEADM_CONFIG.name,
       namespace: KUBEADM_CONFIG.namespace,
-      body: { ...cm, data: { ...cm.data, [KUBEADM_CONFIG.key]: next.text } },
+      body: { ...cm, data: { ...cm.data, [KUBEADM_CONFIG.key]: next } },
     }),
   );
   return true;
+}
+
+/** Apply `edit` to the ClusterConfiguration; whether it changed. */
+export function editKubeadmConfig(ctx: ClusterAccess, edit: ClusterConfigurationEdit): Promise<boolean> {
+  return updateClusterConfiguration(ctx, (text) => editClusterConfiguration(text, edit).text);
 }

@@ -7,7 +7,6 @@
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { parseFlags } from '../controlplane/flags.ts';
-import { KUBEADM_CONFIG } from '../controlplane/kubeadm-config.ts';
 import { KUBELET_FILES } from '../controlplane/kubelet-sources.ts';
 import { AgentFailedError, VerificationFailedError } from '../errors.ts';
 import { AGENT_CONFIGMAP } from '../kube/agent-job.ts';
@@ -27,6 +26,7 @@ import {
 } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import { CONTROL_PLANE_MANIFESTS, KAS_MANIFEST, KCM_MANIFEST } from './edits.ts';
+import { updateClusterConfiguration } from './kubeadm-config.ts';
 import type { RestoreEvent, RestoreNodeEvent, Verification } from './schemas.ts';
 import type { Snapshot } from './snapshot.ts';
 import { loadSnapshot } from './snapshot-store.ts';
@@ -179,28 +179,11 @@ export async function removeCcm(event: RestoreEvent, ctx: StepContext): Promise<
   let removed = 0;
   for (const obj of ours) if (await deleteIfPresent(ctx, obj)) removed += 1;
   if (snapshot.kubeadmClusterConfiguration !== undefined) {
-    await restoreClusterConfiguration(ctx, snapshot.kubeadmClusterConfiguration);
+    const original = snapshot.kubeadmClusterConfiguration;
+    await updateClusterConfiguration(ctx, () => original);
   }
   ctx.progress({ step: 'remove-ccm', message: `${removed} object(s) of ccm-migrate removed` });
   return { removed };
-}
-
-async function restoreClusterConfiguration(ctx: StepContext, original: string): Promise<void> {
-  const what = `restore ${KUBEADM_CONFIG.namespace}/${KUBEADM_CONFIG.name}`;
-  const cm = await call(what, () =>
-    ctx.clients.core.readNamespacedConfigMap({
-      name: KUBEADM_CONFIG.name,
-      namespace: KUBEADM_CONFIG.namespace,
-    }),
-  );
-  if (cm.data?.[KUBEADM_CONFIG.key] === original) return;
-  await call(what, () =>
-    ctx.clients.core.replaceNamespacedConfigMap({
-      name: KUBEADM_CONFIG.name,
-      namespace: KUBEADM_CONFIG.namespace,
-      body: { ...cm, data: { ...cm.data, [KUBEADM_CONFIG.key]: original } },
-    }),
-  );
 }
 
 /** Back in-tree: every kube-controller-manager runs the provider again, every node is Ready and initialised. */
