@@ -2,10 +2,11 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { ClusterUnreachableError, KubeApiThrottledError } from '../../lib/errors.ts';
-import { runLocally, type StepHandler } from '../../lib/local/engine.ts';
+import { runLocally } from '../../lib/local/engine.ts';
 import { renderDefinition } from '../../lib/local/render.ts';
 import { DRIFT_STATES, driftDefinition } from '../../state-machines/drift.ts';
-import { DRIFT_STEP_IDS, type StepId } from '../../state-machines/steps.ts';
+import { DRIFT_STEP_IDS } from '../../state-machines/steps.ts';
+import { recording } from './recording.ts';
 
 const workflow = renderDefinition(driftDefinition);
 
@@ -15,34 +16,12 @@ const aslValidator = createRequire(import.meta.url)('asl-validator') as (definit
   errors: unknown[];
 };
 
-interface Call {
-  readonly step: StepId;
-  readonly event: Record<string, unknown>;
-}
-
 const summary = (clusterId: string, status: 'clean' | 'drifted') => ({
   clusterId,
   status,
   counts: { critical: status === 'drifted' ? 1 : 0, warning: 0, info: 0 },
   findings: status === 'drifted' ? ['critical ccm-missing Deployment kube-system/x: expected …; seen …'] : [],
 });
-
-function recording(answers: Partial<Record<StepId, StepHandler>>): {
-  calls: Call[];
-  handlers: Record<StepId, StepHandler>;
-} {
-  const calls: Call[] = [];
-  const handlers = Object.fromEntries(
-    DRIFT_STEP_IDS.map((step) => [
-      step,
-      async (event: unknown) => {
-        calls.push({ step, event: event as Record<string, unknown> });
-        return answers[step] ? answers[step](event) : {};
-      },
-    ]),
-  ) as Record<StepId, StepHandler>;
-  return { calls, handlers };
-}
 
 const input = { runId: 'd1', depth: 'shallow', maxConcurrency: 2 };
 const list = async () => ['a', 'b', 'c'];
@@ -62,7 +41,7 @@ describe('the drift definition, run by the local engine', () => {
   });
 
   it('checks every cluster, publishes only the drifted one, and sums up', async () => {
-    const { calls, handlers } = recording({
+    const { calls, handlers } = recording(DRIFT_STEP_IDS, {
       'list-clusters': list,
       'check-drift': async (e) => {
         const id = (e as { clusterId: string }).clusterId;
@@ -86,7 +65,7 @@ describe('the drift definition, run by the local engine', () => {
 
   it('retries a throttled check, and marks a cluster unknown when retries are spent, without failing the run', async () => {
     let throttled = 0;
-    const { calls, handlers } = recording({
+    const { calls, handlers } = recording(DRIFT_STEP_IDS, {
       'list-clusters': list,
       'check-drift': async (e) => {
         const id = (e as { clusterId: string }).clusterId;
@@ -123,7 +102,7 @@ describe('the drift definition, run by the local engine', () => {
   });
 
   it('keeps a drifted cluster drifted when its event cannot be published, and says so', async () => {
-    const { handlers, calls } = recording({
+    const { handlers, calls } = recording(DRIFT_STEP_IDS, {
       'list-clusters': async () => ['b'],
       'check-drift': async () => summary('b', 'drifted'),
       'publish-drift': async () => {
@@ -140,7 +119,7 @@ describe('the drift definition, run by the local engine', () => {
   });
 
   it('succeeds with nothing to check on an empty registry', async () => {
-    const { calls, handlers } = recording({
+    const { calls, handlers } = recording(DRIFT_STEP_IDS, {
       'list-clusters': async () => [],
       'summarize-drift': async (e) => e,
     });

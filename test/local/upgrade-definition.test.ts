@@ -1,34 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { NotReadyYetError, PreflightFailedError, VerificationFailedError } from '../../lib/errors.ts';
-import { runLocally, type StepHandler } from '../../lib/local/engine.ts';
+import { runLocally } from '../../lib/local/engine.ts';
 import { renderDefinition } from '../../lib/local/render.ts';
-import { STEP_IDS, type StepId } from '../../state-machines/steps.ts';
+import { STEP_IDS } from '../../state-machines/steps.ts';
 import { UPGRADE_STATES, upgradeDefinition } from '../../state-machines/upgrade.ts';
+import { recording } from './recording.ts';
 
 const workflow = renderDefinition(upgradeDefinition);
 
-interface Call {
-  readonly step: StepId;
-  readonly event: Record<string, unknown>;
-}
-
 /** Handlers that record each call and answer from `answers` (default: an empty object). */
-function recording(answers: Partial<Record<StepId, StepHandler>> = {}): {
-  calls: Call[];
-  handlers: Record<StepId, StepHandler>;
-} {
-  const calls: Call[] = [];
-  const handlers = Object.fromEntries(
-    STEP_IDS.map((step) => [
-      step,
-      async (event: unknown) => {
-        calls.push({ step, event: event as Record<string, unknown> });
-        return answers[step] ? answers[step](event) : {};
-      },
-    ]),
-  ) as Record<StepId, StepHandler>;
-  return { calls, handlers };
-}
 
 const input = { clusterId: 'demo', runId: 'r1', maxUnavailable: 2, options: {} };
 const preflight = async (): Promise<unknown> => ({
@@ -40,7 +20,7 @@ const preflight = async (): Promise<unknown> => ({
 
 describe('the upgrade definition, run by the local engine', () => {
   it('runs the steps in order, control-plane nodes one at a time, then every kubelet, control plane first', async () => {
-    const { calls, handlers } = recording({ preflight });
+    const { calls, handlers } = recording(STEP_IDS, { preflight });
 
     const result = await runLocally({ workflow, handlers, input });
 
@@ -62,7 +42,7 @@ describe('the upgrade definition, run by the local engine', () => {
   });
 
   it('runs the leader migration phases when preflight chose it: KCMs join the lease, the CCM starts, then the move', async () => {
-    const { calls, handlers } = recording({
+    const { calls, handlers } = recording(STEP_IDS, {
       preflight: async () => ({
         ...((await preflight()) as object),
         leaderMigration: { enabled: true, reason: 'HA' },
@@ -91,7 +71,7 @@ describe('the upgrade definition, run by the local engine', () => {
   });
 
   it('goes straight to verification when the cluster is already external', async () => {
-    const { calls, handlers } = recording({ preflight: async () => ({ alreadyExternal: true }) });
+    const { calls, handlers } = recording(STEP_IDS, { preflight: async () => ({ alreadyExternal: true }) });
 
     const result = await runLocally({ workflow, handlers, input });
 
@@ -101,7 +81,7 @@ describe('the upgrade definition, run by the local engine', () => {
 
   it('retries a step that is not ready yet and counts each retry as a transition', async () => {
     let attempts = 0;
-    const { handlers } = recording({
+    const { handlers } = recording(STEP_IDS, {
       preflight,
       'activate-ccm': async () => {
         attempts += 1;
@@ -109,7 +89,7 @@ describe('the upgrade definition, run by the local engine', () => {
         return {};
       },
     });
-    const { handlers: plain } = recording({ preflight });
+    const { handlers: plain } = recording(STEP_IDS, { preflight });
 
     const retried = await runLocally({
       workflow,
@@ -125,7 +105,7 @@ describe('the upgrade definition, run by the local engine', () => {
   });
 
   it('records the failure and fails the run with the step error name when a step fails', async () => {
-    const { calls, handlers } = recording({
+    const { calls, handlers } = recording(STEP_IDS, {
       preflight: async () => {
         throw new PreflightFailedError('node w-2 has no instance');
       },
@@ -140,7 +120,7 @@ describe('the upgrade definition, run by the local engine', () => {
   });
 
   it('rolls back what the run changed, in reverse order, when a step after preflight fails', async () => {
-    const { calls, handlers } = recording({
+    const { calls, handlers } = recording(STEP_IDS, {
       preflight,
       'activate-ccm': async () => {
         throw new VerificationFailedError('CCM never led');
@@ -170,7 +150,7 @@ describe('the upgrade definition, run by the local engine', () => {
   });
 
   it('rolls nothing back for a cluster that was already external', async () => {
-    const { calls, handlers } = recording({
+    const { calls, handlers } = recording(STEP_IDS, {
       preflight: async () => ({ alreadyExternal: true }),
       verify: async () => {
         throw new VerificationFailedError('no CCM leads');
