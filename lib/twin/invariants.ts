@@ -54,7 +54,7 @@ const WATCHED = new Set(['nodes', 'pods', 'leases.coordination.k8s.io']);
 
 export function startInvariantMonitor(opts: {
   ctx: TwinContext;
-  controllers: Pick<CloudControllers, 'active' | 'initialises'>;
+  controllers: Pick<CloudControllers, 'active' | 'uninitialisable'>;
   apiAvailable: () => boolean;
   sampleMs?: number;
 }): InvariantMonitor {
@@ -101,7 +101,7 @@ export function startInvariantMonitor(opts: {
     if (stopped) return;
     const now = Date.now();
     const active = controllers.active();
-    const waiting = [...tainted].filter((node) => !controllers.initialises(node));
+    const waiting = controllers.uninitialisable(tainted);
     const uninitialized = track('uninitialized-without-cloud-controller', waiting.length > 0, now);
     if (uninitialized) {
       for (const node of waiting) {

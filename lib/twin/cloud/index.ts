@@ -37,6 +37,8 @@ export interface CloudControllers {
    * cloud-node, or the node's own Ready cloud-node-manager.
    */
   initialises(node: string): boolean;
+  /** Of these (tainted) nodes, those nothing would initialise now: the CCM is looked up once for all. */
+  uninitialisable(nodes: Iterable<string>): string[];
   stop(): Promise<void>;
 }
 
@@ -92,6 +94,8 @@ export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): Clou
     workers: () => (apiUp() ? (nodeInitRunner()?.concurrentNodeSyncs ?? 0) : 0),
     nodeManagerRuns: (node) => apiUp() && hasNodeManager(node),
   });
+  const uninitialisable = (nodes: Iterable<string>): string[] =>
+    nodeInitRunner() !== undefined ? [] : [...nodes].filter((node) => !hasNodeManager(node));
   const lifecycle = new CloudNodeLifecycleController(ctx, cloud);
   const services = new ServiceController(ctx, cloud.provider, cloud.region);
   const pendingServices = new Set<string>();
@@ -217,7 +221,8 @@ export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): Clou
         provider: cloud.provider,
         leaderMigration: p.leaderMigration,
       })),
-    initialises: (node) => nodeInitRunner() !== undefined || hasNodeManager(node),
+    initialises: (node) => uninitialisable([node]).length === 0,
+    uninitialisable,
     stop: async () => stop(),
   };
 }
