@@ -24,7 +24,7 @@ import type { MigrationKind } from '../local/migration.ts';
 import type { UpgradeOptions } from '../steps/schemas.ts';
 import { confirm } from './confirm.ts';
 import { CliError, EXIT, exitCodeForError } from './exit-codes.ts';
-import { progressPrinter } from './migration.ts';
+import { progressPrinter, renderSummary, verifiedNodes } from './migration.ts';
 
 export interface AwsMigrationCommand {
   readonly kind: MigrationKind;
@@ -266,17 +266,16 @@ async function follow(sfn: SFNClient, executionArn: string, out: NodeJS.Writable
 }
 
 export function awsSummary(kind: MigrationKind, result: AwsRunResult): string {
-  const nodes = (result.output as { verification?: { nodes?: number } } | undefined)?.verification?.nodes;
-  const lines = [
-    '',
+  return renderSummary(
     `${kind} ${result.status.toLowerCase()}: cluster ${result.clusterId}, run ${result.runId}${result.started ? '' : ' (followed)'}`,
-    `  execution:         ${result.executionArn}`,
-    `  duration:          ${(result.durationMs / 1000).toFixed(1)} s`,
-    ...(nodes !== undefined ? [`  nodes:             ${nodes}`] : []),
-    `  states entered:    ${result.transitions}`,
-  ];
-  if (result.error) lines.push(`  error:             ${result.error.name}: ${result.error.cause}`);
-  return `${lines.join('\n')}\n`;
+    [
+      ['execution', result.executionArn],
+      ['duration', `${(result.durationMs / 1000).toFixed(1)} s`],
+      ['nodes', verifiedNodes(result.output)],
+      ['states entered', result.transitions],
+    ],
+    result.error,
+  );
 }
 
 export interface AwsStatusCommand {

@@ -50,17 +50,41 @@ export function progressPrinter(out: NodeJS.WritableStream, started = Date.now()
   };
 }
 
-export function summary(kind: MigrationKind, result: MigrationRunResult, nodes: number | undefined): string {
+type SummaryRow = readonly [label: string, value: string | number | undefined];
+
+/** A run's summary: a heading, one aligned `label: value` line per row with a value, then the error. */
+export function renderSummary(
+  head: string,
+  rows: readonly SummaryRow[],
+  error?: { readonly name: string; readonly cause: string },
+): string {
+  const line = (label: string, value: string | number) => `  ${`${label}:`.padEnd(19)}${value}`;
   const lines = [
     '',
-    `${kind} ${result.status === 'SUCCEEDED' ? 'succeeded' : result.status.toLowerCase()}: cluster ${result.clusterId}, run ${result.runId}${result.resumed ? ' (resumed)' : ''}`,
-    `  duration:          ${seconds(result.durationMs)}`,
-    ...(nodes !== undefined ? [`  nodes:             ${nodes}`] : []),
-    `  API requests:      ${result.apiRequests}`,
-    `  state transitions: ${result.transitions}`,
+    head,
+    ...rows.flatMap(([label, value]) => (value === undefined ? [] : [line(label, value)])),
   ];
-  if (result.error) lines.push(`  error:             ${result.error.name}: ${result.error.cause}`);
+  if (error) lines.push(line('error', `${error.name}: ${error.cause}`));
   return `${lines.join('\n')}\n`;
+}
+
+/** How many nodes a finished run verified (its execution output's `verification.nodes`). */
+export function verifiedNodes(output: unknown): number | undefined {
+  return (output as { verification?: { nodes?: number } } | undefined)?.verification?.nodes;
+}
+
+export function summary(kind: MigrationKind, result: MigrationRunResult): string {
+  const status = result.status === 'SUCCEEDED' ? 'succeeded' : result.status.toLowerCase();
+  return renderSummary(
+    `${kind} ${status}: cluster ${result.clusterId}, run ${result.runId}${result.resumed ? ' (resumed)' : ''}`,
+    [
+      ['duration', seconds(result.durationMs)],
+      ['nodes', verifiedNodes(result.output)],
+      ['API requests', result.apiRequests],
+      ['state transitions', result.transitions],
+    ],
+    result.error,
+  );
 }
 
 const WORDS: Readonly<Record<MigrationKind, { question: string; doing: string }>> = {
@@ -97,8 +121,7 @@ export async function migrationCommand(cmd: MigrationCommand): Promise<Migration
     ...(cmd.agentImage ? { agentImage: cmd.agentImage } : {}),
     ...printer,
   });
-  const verification = (result.output as { verification?: { nodes?: number } } | undefined)?.verification;
-  out.write(summary(cmd.kind, result, verification?.nodes));
+  out.write(summary(cmd.kind, result));
   if (result.status !== 'SUCCEEDED') {
     const name = result.error?.name ?? ERROR_NAMES.verificationFailed;
     throw new CliError(`${name}: ${result.error?.cause ?? 'the run did not finish'}`, exitCodeForError(name));
