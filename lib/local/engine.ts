@@ -44,6 +44,18 @@ function isTransition(event: EventLog): boolean {
   );
 }
 
+/** Validating a definition costs 0.1–0.2 s; a machine runs any number of executions, so build it once. */
+const machines = new WeakMap<RenderedWorkflow, StateMachine>();
+
+function stateMachineOf(workflow: RenderedWorkflow): StateMachine {
+  let machine = machines.get(workflow);
+  if (!machine) {
+    machine = new StateMachine(workflow.definition as never, { validationOptions: { checkPaths: true } });
+    machines.set(workflow, machine);
+  }
+  return machine;
+}
+
 export async function runLocally(opts: LocalRunOptions): Promise<LocalRunResult> {
   const taskResourceLocalHandlers: Record<string, (input: unknown) => Promise<unknown>> = {};
   for (const [stateName, step] of opts.workflow.taskSteps) {
@@ -52,9 +64,7 @@ export async function runLocally(opts: LocalRunOptions): Promise<LocalRunResult>
     taskResourceLocalHandlers[stateName] = async (input) =>
       JSON.parse(JSON.stringify((await handler(JSON.parse(JSON.stringify(input)))) ?? null));
   }
-  const machine = new StateMachine(opts.workflow.definition as never, {
-    validationOptions: { checkPaths: true },
-  });
+  const machine = stateMachineOf(opts.workflow);
   const execution = machine.run(opts.input as never, {
     overrides: {
       taskResourceLocalHandlers: taskResourceLocalHandlers as never,
