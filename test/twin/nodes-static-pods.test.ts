@@ -4,6 +4,8 @@
  */
 import { rename } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import { AGENT_NAME, AGENT_REQUEST_ENV } from '../../lib/agent/protocol.ts';
+import { TO_EXTERNAL_STATIC_PODS } from '../../lib/steps/edits.ts';
 import { hostPath } from '../../lib/twin/context.ts';
 import {
   condition,
@@ -106,6 +108,41 @@ describe('manifest changes', () => {
     expect(after.metadata.annotations['kubernetes.io/config.hash']).not.toBe(
       before.metadata.annotations['kubernetes.io/config.hash'],
     );
+  });
+
+  it('sees a manifest the node agent rewrote at once, as inotify tells the real file source', async () => {
+    // A file check of a minute: only the agent's write can start the new pod within the wait.
+    const spec = await miniSpec();
+    h = await startHarness(
+      await miniSpec({ overrides: { latencies: { ...spec.latencies, fileCheck: 60_000 } } }),
+    );
+    const before = mirror('kube-controller-manager');
+    h.store.create('pods', {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'agent', namespace: 'kube-system', labels: { 'app.kubernetes.io/name': AGENT_NAME } },
+      spec: {
+        nodeName: 'cp-1',
+        restartPolicy: 'Never',
+        containers: [
+          {
+            name: 'agent',
+            image: 'node:22-alpine',
+            env: [
+              {
+                name: AGENT_REQUEST_ENV,
+                value: JSON.stringify({ op: 'set-flags', runId: 'r', staticPods: TO_EXTERNAL_STATIC_PODS }),
+              },
+            ],
+          },
+        ],
+      },
+    });
+    const after = await waitFor(() => {
+      const pod = mirror('kube-controller-manager');
+      return pod && pod.metadata.uid !== before.metadata.uid && isReady(pod) && pod;
+    }, 'the new pod Ready');
+    expect(command(after)).toContain('--cloud-provider=external');
   });
 
   it('loses the only kube-apiserver while it restarts and gets it back', async () => {

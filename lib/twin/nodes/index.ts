@@ -163,7 +163,21 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
     minor,
     host: (node) => kubelets.get(node),
     restartKubelet: (node) => restartKubelet(node),
+    // The real file source watches its directory with inotify (pkg/kubelet/config/file_linux.go) and
+    // relists only as a fallback: a manifest the agent rewrote is seen at once, not at the next poll.
+    filesWritten: (node) => {
+      const k = kubelets.get(node);
+      if (k) syncFiles(k);
+    },
   });
+
+  const syncFiles = (k: Kubelet): void => {
+    try {
+      if (k.up) staticPods.sync(k);
+    } catch (err) {
+      console.error(`twin kubelet ${k.node}:`, err);
+    }
+  };
 
   /** The kubelet process starts: flags read, exits on bad ones, else registers and syncs its pods. */
   const startKubelet = (k: Kubelet, initial: boolean): void => {
@@ -217,11 +231,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
     for (let n = 0; n < Math.min(NODES_PER_FILE_CHECK, all.length); n++) {
       const k = all[cursor] as Kubelet;
       cursor = (cursor + 1) % all.length;
-      try {
-        if (k.up) staticPods.sync(k);
-      } catch (err) {
-        console.error(`twin kubelet ${k.node}:`, err);
-      }
+      syncFiles(k);
     }
     if (!ctx.signal.aborted) loop = setTimeout(fileCheck, period);
   };

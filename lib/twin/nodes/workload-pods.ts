@@ -69,6 +69,7 @@ export class WorkloadPodRunner {
   readonly #minor: number;
   readonly #hosts: (node: string) => PodHost | undefined;
   readonly #restartKubelet: (node: string) => Promise<void>;
+  readonly #filesWritten: (node: string) => void;
   /** Pods this runner has taken on, by namespace/name, with the uid it took on. */
   readonly #taken = new Map<string, string>();
   /** Pods bound to a node whose kubelet is down, by node. */
@@ -82,12 +83,15 @@ export class WorkloadPodRunner {
     minor: number;
     host: (node: string) => PodHost | undefined;
     restartKubelet: (node: string) => Promise<void>;
+    /** The agent wrote the node's files: what inotify tells the kubelet's file source. */
+    filesWritten: (node: string) => void;
   }) {
     this.#ctx = opts.ctx;
     this.#timers = opts.timers;
     this.#minor = opts.minor;
     this.#hosts = opts.host;
     this.#restartKubelet = opts.restartKubelet;
+    this.#filesWritten = opts.filesWritten;
   }
 
   /** A pod was created, changed or deleted. */
@@ -177,6 +181,7 @@ export class WorkloadPodRunner {
       message = `agent failed: ${(err as Error).message}`;
     }
     if (this.#ctx.signal.aborted) return;
+    if (result?.changed) this.#filesWritten(host.node);
     const done = current();
     if (!done) return;
     const ok = result?.ok === true;
