@@ -22,7 +22,7 @@ import { AgentFailedError, InvalidInputError, NotReadyYetError } from '../errors
 import { applyObjects } from './apply.ts';
 import type { KubeClients } from './clients.ts';
 import { call, httpStatus } from './errors.ts';
-import { type WaitOptions, waitFor } from './wait.ts';
+import { type WaitOptions, waitFor, wakeOnObject } from './wait.ts';
 
 /**
  * Any image with Node 22 runs the bundle. The official image through ECR Public: no Docker Hub pull limits,
@@ -70,36 +70,47 @@ export function agentJobName(node: string, request: AgentRequest): string {
   return `${prefix}${nodePart}${suffix}`;
 }
 
-/** Bundle hashes known to be in place, per clients and namespace: one ConfigMap read per process, not per Job. */
-const ensured = new WeakMap<KubeClients, Map<string, string>>();
+/**
+ * The bundle known to be in place (or being put there), per clients and namespace: one ConfigMap read per
+ * process, not per Job, and one apply even when a preflight starts Jobs on every node at once.
+ */
+const ensured = new WeakMap<KubeClients, Map<string, Promise<void>>>();
 
-async function ensureBundle(clients: KubeClients, namespace: string): Promise<void> {
+function ensureBundle(clients: KubeClients, namespace: string): Promise<void> {
+  const known = ensured.get(clients) ?? new Map<string, Promise<void>>();
+  ensured.set(clients, known);
+  let done = known.get(namespace);
+  if (!done) {
+    done = putBundle(clients, namespace);
+    known.set(namespace, done);
+    // A failed attempt is not remembered: the next Job tries again.
+    done.catch(() => known.delete(namespace));
+  }
+  return done;
+}
+
+async function putBundle(clients: KubeClients, namespace: string): Promise<void> {
   const bundle = await agentBundle();
   const hash = sha256(bundle);
-  const known = ensured.get(clients) ?? new Map<string, string>();
-  ensured.set(clients, known);
-  if (known.get(namespace) === hash) return;
   const current = await call(`read ConfigMap ${namespace}/${AGENT_CONFIGMAP}`, () =>
     clients.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace }),
   ).catch((err: unknown) => {
     if (httpStatus(err) === 404) return undefined;
     throw err;
   });
-  if (current?.metadata?.annotations?.[AGENT_HASH_ANNOTATION] !== hash) {
-    const configMap: KubernetesObject & { data: Record<string, string> } = {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: {
-        name: AGENT_CONFIGMAP,
-        namespace,
-        labels: LABELS,
-        annotations: { [AGENT_HASH_ANNOTATION]: hash },
-      },
-      data: { [BUNDLE_KEY]: bundle },
-    };
-    await applyObjects(clients, [configMap]);
-  }
-  known.set(namespace, hash);
+  if (current?.metadata?.annotations?.[AGENT_HASH_ANNOTATION] === hash) return;
+  const configMap: KubernetesObject & { data: Record<string, string> } = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name: AGENT_CONFIGMAP,
+      namespace,
+      labels: LABELS,
+      annotations: { [AGENT_HASH_ANNOTATION]: hash },
+    },
+    data: { [BUNDLE_KEY]: bundle },
+  };
+  await applyObjects(clients, [configMap]);
 }
 
 function agentJob(name: string, namespace: string, opts: AgentJobOptions): V1Job {
@@ -237,7 +248,11 @@ export async function runAgentJob(clients: KubeClients, opts: AgentJobOptions): 
         );
         return finished(job);
       },
-      { waitMs: opts.timeoutMs ?? 60_000, pollMs: opts.pollMs ?? 1000 },
+      {
+        waitMs: opts.timeoutMs ?? 60_000,
+        pollMs: opts.pollMs ?? 1000,
+        wakeOn: wakeOnObject(clients, `/apis/batch/v1/namespaces/${namespace}/jobs`, name),
+      },
     );
     pod = (await jobPods(clients, namespace, name)).find((p) => agentState(p)?.terminated);
   } catch (err) {

@@ -11,6 +11,7 @@ import {
   KubeConfig,
   KubernetesObjectApi,
   VersionApi,
+  Watch,
 } from '@kubernetes/client-node';
 import { InvalidInputError } from '../errors.ts';
 
@@ -24,6 +25,8 @@ export interface KubeClients {
   readonly version: VersionApi;
   /** Any kind by apiVersion/kind: server-side apply of provider manifests. */
   readonly objects: KubernetesObjectApi;
+  /** Watches: a wait wakes on a change instead of finding it at its next poll. */
+  readonly watch: Watch;
   /** API requests sent so far through these clients (a run's summary reports them). */
   requests(): number;
 }
@@ -47,6 +50,7 @@ function clientsFor(kc: KubeConfig, source: string): KubeClients {
     coordination: kc.makeApiClient(CoordinationV1Api),
     version: kc.makeApiClient(VersionApi),
     objects: KubernetesObjectApi.makeApiClient(kc),
+    watch: new Watch(kc),
   };
 }
 

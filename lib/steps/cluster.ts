@@ -1,6 +1,7 @@
 /** Reading the cluster the way every step needs it: nodes, their roles and readiness, mirror pods. */
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { call, httpStatus } from '../kube/errors.ts';
+import { type WakeOn, waitFor, wakeOnObject } from '../kube/wait.ts';
 import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
 import type { StepContext } from './context.ts';
 
@@ -27,6 +28,19 @@ export async function readNode(ctx: ClusterAccess, name: string): Promise<V1Node
   return call(`read node ${name}`, () => ctx.clients.core.readNode({ name }));
 }
 
+/** Changes of node `name`: what ends a wait on it. */
+export function nodeChanges(ctx: ClusterAccess, name: string): WakeOn {
+  return wakeOnObject(ctx.clients, '/api/v1/nodes', name);
+}
+
+/** Wait until node `name` is Ready (after its kubelet restarted). */
+export async function waitForNodeReady(ctx: StepContext, name: string): Promise<void> {
+  await waitFor(`node ${name} to be Ready`, async () => isNodeReady(await readNode(ctx, name)), {
+    ...ctx,
+    wakeOn: nodeChanges(ctx, name),
+  });
+}
+
 export function nodeName(node: V1Node): string {
   return node.metadata?.name ?? '';
 }
@@ -45,6 +59,11 @@ export function hasUninitializedTaint(node: V1Node): boolean {
 }
 
 /** kubelet names a static pod's mirror pod `<pod name>-<node name>`. */
+/** Changes of `component`'s mirror pod on `node`. */
+export function mirrorPodChanges(ctx: ClusterAccess, component: string, node: string): WakeOn {
+  return wakeOnObject(ctx.clients, '/api/v1/namespaces/kube-system/pods', `${component}-${node}`);
+}
+
 export async function readMirrorPod(
   ctx: StepContext,
   component: string,

@@ -5,7 +5,7 @@
  */
 import { booleanFlag, parseFlags } from '../controlplane/flags.ts';
 import { waitFor } from '../kube/wait.ts';
-import { commandLine, isNodeReady, isPodReady, readMirrorPod, readNode } from './cluster.ts';
+import { commandLine, isPodReady, mirrorPodChanges, readMirrorPod, waitForNodeReady } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import {
   ENABLE_LEADER_MIGRATION_STATIC_PODS,
@@ -54,7 +54,7 @@ export async function moveControlPlaneNode(
         const pod = await readMirrorPod(ctx, component, event.node);
         return pod !== undefined && isPodReady(pod) && moved(parseFlags(commandLine(pod)));
       },
-      ctx,
+      { ...ctx, wakeOn: mirrorPodChanges(ctx, component, event.node) },
     );
   }
   return { changed: result.changed };
@@ -71,10 +71,6 @@ export async function flipKubelet(event: NodeEvent, ctx: StepContext): Promise<{
     node: event.node,
     message: result.changed ? 'kubelet flags external, kubelet restarting' : 'kubelet already external',
   });
-  await waitFor(
-    `node ${event.node} to be Ready`,
-    async () => isNodeReady(await readNode(ctx, event.node)),
-    ctx,
-  );
+  await waitForNodeReady(ctx, event.node);
   return { changed: result.changed };
 }

@@ -21,8 +21,9 @@ import {
   isNodeReady,
   isPodReady,
   listNodes,
+  mirrorPodChanges,
   readMirrorPod,
-  readNode,
+  waitForNodeReady,
 } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import { CONTROL_PLANE_MANIFESTS, KAS_MANIFEST, KCM_MANIFEST } from './edits.ts';
@@ -72,11 +73,7 @@ export async function restoreKubelet(
       ? 'kubelet flags restored, kubelet restarting'
       : 'kubelet flags already as before',
   });
-  await waitFor(
-    `node ${event.node} to be Ready`,
-    async () => isNodeReady(await readNode(ctx, event.node)),
-    ctx,
-  );
+  await waitForNodeReady(ctx, event.node);
   return { changed: result.changed };
 }
 
@@ -144,7 +141,7 @@ export async function restoreControlPlaneNode(
           parseFlags(commandLine(pod)).get('cloud-provider') === wanted
         );
       },
-      ctx,
+      { ...ctx, wakeOn: mirrorPodChanges(ctx, component, event.node) },
     );
   }
   return { changed: result.changed };

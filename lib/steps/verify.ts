@@ -11,7 +11,7 @@ import { call } from '../kube/errors.ts';
 import { waitFor } from '../kube/wait.ts';
 import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
 import { ccmLeader } from './ccm.ts';
-import { hasUninitializedTaint, listNodes, nodeName, readNode } from './cluster.ts';
+import { hasUninitializedTaint, listNodes, nodeChanges, nodeName, readNode } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import type { RunIds, Verification } from './schemas.ts';
 import type { Snapshot } from './snapshot.ts';
@@ -57,7 +57,7 @@ async function canaryCheck(
   await waitFor(
     `the CCM to initialise canary node ${canary}`,
     async () => !hasUninitializedTaint(await readNode(ctx, canary)),
-    { waitMs: Math.min(ctx.waitMs, CANARY_SLO_MS), pollMs: ctx.pollMs },
+    { waitMs: Math.min(ctx.waitMs, CANARY_SLO_MS), pollMs: ctx.pollMs, wakeOn: nodeChanges(ctx, canary) },
   ).catch((err: unknown) => {
     if (err instanceof VerificationFailedError) throw err;
     throw new VerificationFailedError(

@@ -93,6 +93,35 @@ describe('runAgentJob against the twin', () => {
     expect(restored.data?.['agent.mjs']).toBe(await agentBundle());
   });
 
+  it('puts the bundle in place once when Jobs start on several nodes at once', async () => {
+    await t.core.deleteNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace: NS });
+    const fresh = clientsFromKubeconfigFile(t.twin.kubeconfigPath);
+    // Agent Jobs are created by POST; the only PATCH they send is the bundle ConfigMap's apply.
+    const patches = (): number => t.twin.api.stats().byVerb.patch ?? 0;
+    const before = patches();
+    await Promise.all(
+      ['cp-1', 'worker-1', 'worker-2'].map((node) =>
+        runAgentJob(fresh, { node, request: { op: 'inspect', runId: 'r6' }, ...FAST }),
+      ),
+    );
+    expect(patches() - before).toBe(1);
+    const cm = await t.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace: NS });
+    expect(cm.data?.['agent.mjs']).toBe(await agentBundle());
+  });
+
+  it('sees the Job finish through a watch, not at its next poll', async () => {
+    const started = Date.now();
+    // A poll of a minute: only the watch can end this wait within the test's time.
+    const result = await runAgentJob(t, {
+      node: 'worker-2',
+      request: { op: 'inspect', runId: 'r7' },
+      pollMs: 60_000,
+      timeoutMs: 120_000,
+    });
+    expect(result.ok).toBe(true);
+    expect(Date.now() - started).toBeLessThan(30_000);
+  });
+
   it('moves worker-1’s kubelet to external, which the kubelet runs after its restart; again changes nothing; restore goes back', async () => {
     const restarts = t.twin.nodes.kubelet('worker-1').restarts;
     const original = await t.readFile('worker-1', FLAGS_ENV);
