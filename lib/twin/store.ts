@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { alreadyExists, notFound, StatusError, staleConflict } from './errors.ts';
-import { resourceType } from './resources.ts';
+import { findByKind, resourceType, typeKey } from './resources.ts';
 
 export interface OwnerReference {
   apiVersion: string;
@@ -341,22 +341,36 @@ export class ObjectStore {
     }
   }
 
-  /** The garbage collector: owned objects follow their owner, or are released from it (Orphan). */
+  /**
+   * The garbage collector: owned objects follow their owner, or are released from it (Orphan). An object
+   * with another owner still present only loses its reference to this one: it goes with its last owner.
+   */
   #collectDependents(owner: KubeObject, policy: PropagationPolicy): void {
     const uid = owner.metadata.uid;
     for (const [key, bucket] of this.#objects) {
       for (const obj of [...bucket.values()]) {
         const refs = obj.metadata.ownerReferences;
         if (!refs?.some((r) => r.uid === uid)) continue;
-        if (policy === 'Orphan') {
+        const others = refs.filter((r) => r.uid !== uid);
+        const ownedStill = others.some((r) => this.#ownerPresent(r, obj.metadata.namespace));
+        if (policy === 'Orphan' || ownedStill) {
           const next = structuredClone(obj);
-          next.metadata.ownerReferences = refs.filter((r) => r.uid !== uid);
-          if (next.metadata.ownerReferences.length === 0) delete next.metadata.ownerReferences;
+          next.metadata.ownerReferences = others;
+          if (others.length === 0) delete next.metadata.ownerReferences;
           this.update(key, next);
         } else if (bucket.has(objectKey(obj.metadata.namespace, obj.metadata.name))) {
           this.delete(key, obj.metadata.namespace, obj.metadata.name, { propagationPolicy: policy });
         }
       }
     }
+  }
+
+  /** An owner reference names a live object: same uid, in the dependent's namespace or cluster-scoped. */
+  #ownerPresent(ref: OwnerReference, namespace: string | undefined): boolean {
+    const type = findByKind(ref.apiVersion, ref.kind);
+    if (!type) return false;
+    return (
+      this.tryGet(typeKey(type), type.namespaced ? namespace : undefined, ref.name)?.metadata.uid === ref.uid
+    );
   }
 }

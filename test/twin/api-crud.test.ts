@@ -391,6 +391,31 @@ describe('delete', () => {
     expect(child.metadata?.ownerReferences).toBeUndefined();
   });
 
+  it('keeps an object that has another owner left, and deletes it with its last owner', async () => {
+    const [a, b] = await Promise.all(
+      ['owner-a', 'owner-b'].map((name) =>
+        h.core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name } } }),
+      ),
+    );
+    const ref = (o: typeof a) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      name: o.metadata?.name as string,
+      uid: o.metadata?.uid as string,
+    });
+    await h.core.createNamespacedConfigMap({
+      namespace: 'default',
+      body: { metadata: { name: 'shared-child', ownerReferences: [ref(a), ref(b)] } },
+    });
+    await h.core.deleteNamespacedConfigMap({ namespace: 'default', name: 'owner-a' });
+    const child = await h.core.readNamespacedConfigMap({ namespace: 'default', name: 'shared-child' });
+    expect(child.metadata?.ownerReferences?.map((r) => r.name)).toEqual(['owner-b']);
+    await h.core.deleteNamespacedConfigMap({ namespace: 'default', name: 'owner-b' });
+    expect(
+      (await failure(h.core.readNamespacedConfigMap({ namespace: 'default', name: 'shared-child' }))).code,
+    ).toBe(404);
+  });
+
   it('422 for an unknown propagationPolicy', async () => {
     await h.core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'policy' } } });
     const res = await h.fetch('/api/v1/namespaces/default/configmaps/policy?propagationPolicy=Sideways', {
