@@ -392,11 +392,10 @@ describe('delete', () => {
   });
 
   it('keeps an object that has another owner left, and deletes it with its last owner', async () => {
-    const [a, b] = await Promise.all(
-      ['owner-a', 'owner-b'].map((name) =>
-        h.core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name } } }),
-      ),
-    );
+    const owner = (name: string) =>
+      h.core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name } } });
+    const a = await owner('owner-a');
+    const b = await owner('owner-b');
     const ref = (o: typeof a) => ({
       apiVersion: 'v1',
       kind: 'ConfigMap',
