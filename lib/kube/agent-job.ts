@@ -36,8 +36,15 @@ const BUNDLE_KEY = 'agent.mjs';
 const BUNDLE_DIR = '/opt/ccm-migrate';
 /** Long enough for a slow image pull; a Job past it fails (and its pod is killed). */
 const JOB_DEADLINE_SECONDS = 600;
+/**
+ * A restore is right whenever it runs: one queued on a node whose kubelet is down (lib/steps/restore.ts)
+ * waits for the kubelet for up to a week, and puts the node back in-tree the moment it returns.
+ */
+const RESTORE_DEADLINE_SECONDS = 7 * 24 * 3600;
 /** An answer nobody read (the orchestrator gave up) is kept this long for a retry, then collected. */
 const JOB_TTL_SECONDS = 3600;
+/** On each agent Job: the operation it runs. */
+export const AGENT_OP_LABEL = 'ccm-migrate/op';
 const LABELS = { 'app.kubernetes.io/name': AGENT_NAME, 'app.kubernetes.io/managed-by': 'ccm-migrate' };
 
 export interface AgentJobOptions {
@@ -117,10 +124,13 @@ function agentJob(name: string, namespace: string, opts: AgentJobOptions): V1Job
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
-    metadata: { name, namespace, labels: LABELS },
+    metadata: { name, namespace, labels: { ...LABELS, [AGENT_OP_LABEL]: opts.request.op } },
     spec: {
       backoffLimit: 0,
-      activeDeadlineSeconds: Math.max(JOB_DEADLINE_SECONDS, Math.ceil((opts.timeoutMs ?? 0) / 1000)),
+      activeDeadlineSeconds:
+        opts.request.op === 'restore'
+          ? RESTORE_DEADLINE_SECONDS
+          : Math.max(JOB_DEADLINE_SECONDS, Math.ceil((opts.timeoutMs ?? 0) / 1000)),
       ttlSecondsAfterFinished: JOB_TTL_SECONDS,
       template: {
         metadata: { labels: LABELS },
@@ -172,6 +182,42 @@ async function createOrReuse(clients: KubeClients, job: V1Job, namespace: string
       );
     }
   }
+}
+
+/** Agent Jobs that have not finished (e.g. restores queued on nodes whose kubelet is down). */
+export async function unfinishedAgentJobs(clients: KubeClients, namespace = 'kube-system'): Promise<V1Job[]> {
+  const selector = Object.entries(LABELS)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+  const jobs = await call(`list agent Jobs in ${namespace}`, () =>
+    clients.batch.listNamespacedJob({ namespace, labelSelector: selector }),
+  );
+  return jobs.items.filter((job) => !finished(job) && !job.metadata?.deletionTimestamp);
+}
+
+/**
+ * Delete the agent Jobs still waiting on `node` except those running `keep`: when a node's kubelet is down,
+ * a queued restore must be the only thing it runs when it returns, not an upgrade step queued before it.
+ */
+export async function cancelQueuedAgentJobs(
+  clients: KubeClients,
+  node: string,
+  keep: AgentRequest['op'],
+  namespace = 'kube-system',
+): Promise<string[]> {
+  const cancelled: string[] = [];
+  for (const job of await unfinishedAgentJobs(clients, namespace)) {
+    const name = job.metadata?.name as string;
+    if (job.spec?.template.spec?.nodeName !== node || job.metadata?.labels?.[AGENT_OP_LABEL] === keep)
+      continue;
+    await call(`delete Job ${namespace}/${name}`, () =>
+      clients.batch.deleteNamespacedJob({ name, namespace, propagationPolicy: 'Background' }),
+    ).catch((err: unknown) => {
+      if (httpStatus(err) !== 404) throw err;
+    });
+    cancelled.push(name);
+  }
+  return cancelled;
 }
 
 function finished(job: V1Job): { type: string; reason?: string } | undefined {

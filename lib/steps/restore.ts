@@ -5,11 +5,17 @@
  * from then on), the CCM stops, and only then does each kube-controller-manager take the cloud loops back,
  * one node at a time (never two controllers; while none runs, no node waits for one).
  */
-import type { KubernetesObject } from '@kubernetes/client-node';
+import { type KubernetesObject, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { AgentRequest, AgentResult } from '../agent/protocol.ts';
 import { parseFlags } from '../controlplane/flags.ts';
 import { KUBELET_FILES } from '../controlplane/kubelet-sources.ts';
-import { AgentFailedError, VerificationFailedError } from '../errors.ts';
-import { AGENT_CONFIGMAP } from '../kube/agent-job.ts';
+import { AgentFailedError, NotReadyYetError, VerificationFailedError } from '../errors.ts';
+import {
+  AGENT_CONFIGMAP,
+  agentJobName,
+  cancelQueuedAgentJobs,
+  unfinishedAgentJobs,
+} from '../kube/agent-job.ts';
 import { applyObjects, describeObject } from '../kube/apply.ts';
 import { call, httpStatus } from '../kube/errors.ts';
 import { waitFor } from '../kube/wait.ts';
@@ -23,6 +29,7 @@ import {
   listNodes,
   mirrorPodChanges,
   readMirrorPod,
+  readNode,
   waitForNodeReady,
 } from './cluster.ts';
 import type { StepContext } from './context.ts';
@@ -50,14 +57,30 @@ function inTreeKubeletFlags(snapshot: Snapshot): Record<string, string> {
 export async function restoreKubelet(
   event: RestoreNodeEvent,
   ctx: StepContext,
-): Promise<{ changed: boolean }> {
+): Promise<{ changed: boolean; queued?: true }> {
   const snapshot = await loadSnapshot(ctx, event);
-  let result = await ctx.agent(event.node, {
+  const restore: AgentRequest = {
     op: 'restore',
     runId: event.sourceRunId,
     paths: [...KUBELET_FILES],
     skipMissing: true,
-  });
+  };
+  let result: AgentResult;
+  try {
+    result = await ctx.agent(event.node, restore);
+  } catch (err) {
+    if (!(err instanceof NotReadyYetError) || isNodeReady(await readNode(ctx, event.node))) throw err;
+    await cancelQueuedAgentJobs(ctx.clients, event.node, 'restore');
+    // The agent waited its full time and the node is still not Ready: its kubelet runs no pods, so no
+    // agent can reach it now. The restore Job stays, pinned to the node: the kubelet runs it as soon as
+    // it returns, and the node comes back in-tree. The rest of the cluster need not wait for that.
+    ctx.progress({
+      step: 'restore-kubelet',
+      node: event.node,
+      message: `kubelet not running: restore queued as Job kube-system/${agentJobName(event.node, restore)}, it runs when the kubelet returns`,
+    });
+    return { changed: false, queued: true };
+  }
   if (result.files.length === 0 && snapshot.nodes[event.node] === undefined) {
     // A node that joined after the source run has no backups: give its kubelet the in-tree flags.
     result = await ctx.agent(event.node, {
@@ -158,6 +181,39 @@ async function deleteIfPresent(ctx: StepContext, obj: KubernetesObject): Promise
 }
 
 /**
+ * Delete the agent's ConfigMap, unless restores are queued on nodes that are down: their Jobs still need
+ * it. It is then handed to them (owner references), and the garbage collector removes it with the last.
+ */
+async function releaseAgentCode(ctx: StepContext): Promise<boolean> {
+  const agentCode = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: AGENT_CONFIGMAP, namespace: 'kube-system' },
+  };
+  const queued = await unfinishedAgentJobs(ctx.clients);
+  if (queued.length === 0) return deleteIfPresent(ctx, agentCode);
+  const ownerReferences = queued.map((job) => ({
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    name: job.metadata?.name as string,
+    uid: job.metadata?.uid as string,
+  }));
+  await call(`hand ${describeObject(agentCode)} to the queued agent Jobs`, () =>
+    ctx.clients.core.patchNamespacedConfigMap(
+      { name: AGENT_CONFIGMAP, namespace: 'kube-system', body: { metadata: { ownerReferences } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    ),
+  ).catch((err: unknown) => {
+    if (httpStatus(err) !== 404) throw err;
+  });
+  ctx.progress({
+    step: 'remove-ccm',
+    message: `agent code kept for ${queued.length} queued restore(s), removed with them`,
+  });
+  return false;
+}
+
+/**
  * Remove what the source run put in the cluster: the CCM's objects, its Lease, the agent's code, and
  * kubeadm's ClusterConfiguration as the snapshot had it (only when it still holds what the run wrote).
  */
@@ -171,10 +227,10 @@ export async function removeCcm(event: RestoreEvent, ctx: StepContext): Promise<
       kind: 'Lease',
       metadata: { name: facts.leaseName, namespace: facts.namespace },
     },
-    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: AGENT_CONFIGMAP, namespace: 'kube-system' } },
   ];
   let removed = 0;
   for (const obj of ours) if (await deleteIfPresent(ctx, obj)) removed += 1;
+  if (await releaseAgentCode(ctx)) removed += 1;
   if (snapshot.kubeadmClusterConfiguration !== undefined) {
     const original = snapshot.kubeadmClusterConfiguration;
     await updateClusterConfiguration(ctx, () => original);

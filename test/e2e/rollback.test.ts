@@ -3,9 +3,10 @@
  * it started; a rollback that cannot finish stops and names where it stands.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { AGENT_CONFIGMAP, AGENT_OP_LABEL, unfinishedAgentJobs } from '../../lib/kube/agent-job.ts';
 import type { EventLog } from '../../lib/local/engine.ts';
 import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
-import { FIXTURES, fixtureSpec } from '../twin/running-twin.ts';
+import { eventually, FIXTURES, fixtureSpec, isReady, KUBELET_FLAGS } from '../twin/running-twin.ts';
 import { type E2E, nodeFiles, startE2E } from './harness.ts';
 
 let e2e: E2E | undefined;
@@ -92,17 +93,80 @@ describe('an upgrade that fails rolls back', () => {
     expect(t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
   });
 
-  it('stops and names the node when a kubelet never comes back and the agent cannot reach it', async () => {
+  it('ends RolledBack when a kubelet never comes back: its restore waits on the node and runs when it returns', async () => {
     e2e = await startE2E(
       await fixtureSpec(FIXTURES.awsMini, {
         overrides: { faults: [{ kind: 'nodeNeverReturns', node: 'worker-2' }] },
       }),
     );
-    const result = await e2e.upgrade({ waitMs: 300 });
-    expect(result.status).toBe('FAILED');
-    expect(result.error?.name).not.toBe('RolledBack');
+    const { t } = e2e;
+    const start = await nodeFiles(t);
+    const hashes = (files: Map<string, string>, node?: string) =>
+      new Map(
+        [...files]
+          .filter(([f]) => start.has(f) && (node === undefined || f.startsWith(`${node}/`)))
+          .map(([f, v]) => [f, v.split(' ')[0]]),
+      );
+    const progress: string[] = [];
+    const result = await e2e.upgrade({
+      waitMs: 300,
+      onProgress: (p) => progress.push(`${p.node ?? ''}: ${p.message}`),
+    });
+
+    expect(result.error?.name, result.error?.cause).toBe('RolledBack');
     expect(result.error?.cause).toMatch(/worker-2/);
-    const record = await e2e.store.get(result.clusterId, result.runId);
-    expect(record?.status).toBe('failed');
+    expect((await e2e.store.get(result.clusterId, result.runId))?.status).toBe('rolled-back');
+    // Every node the agent can reach is as it started; the CCM is gone, the controller manager in-tree.
+    const now = await nodeFiles(t);
+    for (const node of ['cp-1', 'worker-1']) expect(hashes(now, node)).toEqual(hashes(start, node));
+    expect(await t.readFile('worker-2', KUBELET_FLAGS)).toContain('--cloud-provider=external');
+    await expect(
+      t.apps.readNamespacedDeployment({ name: 'aws-cloud-controller-manager', namespace: 'kube-system' }),
+    ).rejects.toThrow();
+    const kcm = await t.core.readNamespacedPod({
+      name: 'kube-controller-manager-cp-1',
+      namespace: 'kube-system',
+    });
+    expect(kcm.spec?.containers[0]?.command).toContain('--cloud-provider=aws');
+    // worker-2's restore is queued, pinned to it, and said so; the agent's code is kept for it.
+    const queued = await unfinishedAgentJobs(t);
+    expect(
+      queued.map((j) => [j.spec?.template.spec?.nodeName, j.metadata?.labels?.[AGENT_OP_LABEL]]),
+    ).toEqual([['worker-2', 'restore']]);
+    expect(progress).toContainEqual(expect.stringMatching(/^worker-2: kubelet not running: restore queued/));
+    const agentCode = await t.core.readNamespacedConfigMap({
+      name: AGENT_CONFIGMAP,
+      namespace: 'kube-system',
+    });
+    expect(agentCode.metadata?.ownerReferences?.map((r) => r.uid)).toEqual([queued[0]?.metadata?.uid]);
+
+    // The operator brings the node back: its kubelet runs the queued restore and comes back in-tree.
+    t.twin.faults.clear('nodeNeverReturns');
+    await t.twin.nodes.restartKubelet('worker-2');
+    await eventually(
+      async () =>
+        hashes(await nodeFiles(t), 'worker-2').size > 0 &&
+        JSON.stringify([...hashes(await nodeFiles(t))]) === JSON.stringify([...hashes(start)]),
+      { what: 'worker-2 restored by its queued Job' },
+    );
+    await eventually(async () => isReady(await t.core.readNode({ name: 'worker-2' })), {
+      what: 'worker-2 Ready again',
+    });
+    // Once that Job goes (its TTL), the agent's code goes with it: nothing of ours is left.
+    await t.batch.deleteNamespacedJob({
+      name: queued[0]?.metadata?.name as string,
+      namespace: 'kube-system',
+      propagationPolicy: 'Background',
+    });
+    await eventually(
+      () =>
+        t.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace: 'kube-system' }).then(
+          () => false,
+          () => true,
+        ),
+      { what: 'the agent ConfigMap collected with the Job' },
+    );
+    await t.twin.monitor.stop();
+    expect(t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
   });
 });

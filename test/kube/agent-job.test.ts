@@ -191,6 +191,7 @@ describe('runAgentJob against the twin', () => {
     expect(job.metadata?.labels).toEqual({
       'app.kubernetes.io/name': 'ccm-migrate-agent',
       'app.kubernetes.io/managed-by': 'ccm-migrate',
+      'ccm-migrate/op': 'set-flags',
     });
     expect(job.spec).toMatchObject({
       backoffLimit: 0,
