@@ -58,13 +58,34 @@ async function canaryCheck(
     `the CCM to initialise canary node ${canary}`,
     async () => !hasUninitializedTaint(await readNode(ctx, canary)),
     { waitMs: Math.min(ctx.waitMs, CANARY_SLO_MS), pollMs: ctx.pollMs, wakeOn: nodeChanges(ctx, canary) },
-  ).catch((err: unknown) => {
+  ).catch(async (err: unknown) => {
+    // Our taint must not outlive the check: after a rollback no controller would ever clear it.
+    await untaintCanary(ctx, canary);
     if (err instanceof VerificationFailedError) throw err;
     throw new VerificationFailedError(
-      `the CCM did not initialise canary node ${canary} within ${CANARY_SLO_MS / 1000} s (KEP-2395 SLO): it still has ${UNINITIALIZED_TAINT}`,
+      `the CCM did not initialise canary node ${canary} within ${CANARY_SLO_MS / 1000} s (KEP-2395 SLO): it still had ${UNINITIALIZED_TAINT}`,
     );
   });
   return { canary, clearedMs: Date.now() - started };
+}
+
+async function untaintCanary(ctx: StepContext, name: string): Promise<void> {
+  const node = await readNode(ctx, name);
+  const index = (node.spec?.taints ?? []).findIndex(
+    (t) => t.key === CANARY_TAINT.key && t.effect === CANARY_TAINT.effect,
+  );
+  if (index < 0) return;
+  // Guarded like the taint: only the entry we looked at, on the node as we read it.
+  const patch = [
+    { op: 'test', path: '/metadata/resourceVersion', value: node.metadata?.resourceVersion },
+    { op: 'remove', path: `/spec/taints/${index}` },
+  ];
+  await call(`remove the canary taint from node ${name}`, () =>
+    ctx.clients.core.patchNode(
+      { name, body: patch },
+      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+    ),
+  );
 }
 
 /** How each node differs from the snapshot in what the CCM owns: providerID, topology labels, addresses. */

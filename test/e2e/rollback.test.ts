@@ -4,6 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { AGENT_CONFIGMAP, AGENT_OP_LABEL, unfinishedAgentJobs } from '../../lib/kube/agent-job.ts';
+import { UNINITIALIZED_TAINT } from '../../lib/kube/well-known.ts';
 import type { EventLog } from '../../lib/local/engine.ts';
 import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
 import { eventually, FIXTURES, fixtureSpec, isReady, KUBELET_FLAGS } from '../twin/running-twin.ts';
@@ -91,6 +92,24 @@ describe('an upgrade that fails rolls back', () => {
     expect((await e2e.store.get(result.clusterId, result.runId))?.status).toBe('rolled-back');
     await t.twin.monitor.stop();
     expect(t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
+  });
+
+  it('ends RolledBack with the canary untainted when the CCM does not initialise it in time', async () => {
+    const spec = await fixtureSpec(FIXTURES.awsMini);
+    // Only the canary needs initialising during the run: a CCM this slow misses the wait.
+    e2e = await startE2E(
+      await fixtureSpec(FIXTURES.awsMini, {
+        overrides: { latencies: { ...spec.latencies, nodeInit: 30_000 } },
+      }),
+    );
+    const { t } = e2e;
+    const result = await e2e.upgrade({ waitMs: 500 });
+    expect(result.error?.name, result.error?.cause).toBe('RolledBack');
+    expect(result.error?.cause).toMatch(/did not initialise canary node worker-1/);
+    for (const node of (await t.core.listNode()).items) {
+      const keys = (node.spec?.taints ?? []).map((taint) => taint.key);
+      expect(keys, node.metadata?.name).not.toContain(UNINITIALIZED_TAINT);
+    }
   });
 
   it('ends RolledBack when a kubelet never comes back: its restore waits on the node and runs when it returns', async () => {
