@@ -69,6 +69,11 @@ export const RestoreRequestSchema = z.object({
   paths: z.array(HostPath).default([]),
   /** Skip named files the run has no backup of (it never changed them) instead of refusing. */
   skipMissing: z.boolean().default(false),
+  /**
+   * Edits applied to restored static pod manifests before they are written, so that a component comes
+   * back in one restart as its original plus these flags (a downgrade's leader migration phase).
+   */
+  staticPods: z.array(StaticPodEditSchema).default([]),
   dryRun: z.boolean().default(false),
 });
 

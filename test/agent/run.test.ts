@@ -203,6 +203,22 @@ describe('set-flags and restore', () => {
     expect(restored.files.map((f) => f.path)).toEqual([FLAGS_ENV]);
   });
 
+  it('restores a manifest with edits on top in one write; without them, the original bytes again', async () => {
+    const original = await read(KCM);
+    await run(UPGRADE);
+    const lm = { path: KCM, flags: { 'enable-leader-migration': 'true' } };
+    const back = await run({ op: 'restore', runId: 'up-1', paths: [KCM], staticPods: [lm] });
+    expect(back).toMatchObject({ ok: true, changed: true });
+    const text = await read(KCM);
+    expect(text).toContain('--cloud-provider=aws');
+    expect(text).toContain('--enable-leader-migration=true');
+    expect(await run({ op: 'restore', runId: 'up-1', paths: [KCM], staticPods: [lm] })).toMatchObject({
+      changed: false,
+    });
+    expect(await run({ op: 'restore', runId: 'up-1', paths: [KCM] })).toMatchObject({ changed: true });
+    expect(await read(KCM)).toBe(original);
+  });
+
   it('restores a static pod alone without asking for a kubelet restart', async () => {
     await run(UPGRADE);
     const restored = await run({ op: 'restore', runId: 'up-1', paths: [KCM] });

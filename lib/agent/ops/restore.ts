@@ -1,16 +1,32 @@
 /**
- * `restore`: put back the originals this run backed up (every one when no path is named), atomically; a
- * file that did not exist before the run is removed. A file already equal to its original is left alone,
+ * `restore`: put back the originals this run backed up (every one when no path is named), atomically, with
+ * any static pod edits the request adds to them; a file that did not exist before the run is removed. A file already equal to its original is left alone,
  * and a named file the run has no backup of fails the request before anything is written (or, with
  * skipMissing, is left as it is: the run never changed it).
  */
 import { isKubeletFlagFile, KUBELET_CONFIG_FILE } from '../../controlplane/kubelet-sources.ts';
+import { editStaticPod } from '../../controlplane/static-pod.ts';
+import { InvalidInputError } from '../../errors.ts';
 import { listBackups, readBackup, readHostFile, removeHostFile, writeAtomically } from '../files.ts';
 import type { AgentResult, FileReport, ParsedAgentRequest } from '../protocol.ts';
 import type { AgentEnvironment } from '../run.ts';
 import { changeReport, failure } from './report.ts';
 
 type RestoreRequest = Extract<ParsedAgentRequest, { op: 'restore' }>;
+
+/** The original with the request's edits of that path applied (none: the original's bytes). */
+function withEdits(
+  path: string,
+  original: string | undefined,
+  edits: RestoreRequest['staticPods'],
+): string | undefined {
+  let text = original;
+  for (const edit of edits) {
+    if (edit.path !== path || text === undefined) continue;
+    text = editStaticPod(text, edit).text;
+  }
+  return text;
+}
 
 export async function restore(request: RestoreRequest, env: AgentEnvironment): Promise<AgentResult> {
   const paths = request.paths.length > 0 ? request.paths : await listBackups(env.hostRoot, request.runId);
@@ -22,7 +38,14 @@ export async function restore(request: RestoreRequest, env: AgentEnvironment): P
       return failure('restore', `${path}: run ${request.runId} has no backup of it`);
     }
     const original = backup === 'absent' ? undefined : backup.text;
-    originals.push({ path, original, current: await readHostFile(env.hostRoot, path) });
+    let wanted = original;
+    try {
+      wanted = withEdits(path, original, request.staticPods);
+    } catch (err) {
+      if (err instanceof InvalidInputError) return failure('restore', `${path}: ${err.message}`);
+      throw err;
+    }
+    originals.push({ path, original: wanted, current: await readHostFile(env.hostRoot, path) });
   }
   const reports: FileReport[] = [];
   let changed = false;
