@@ -2,6 +2,7 @@
  * Benchmark rows and how they are printed and saved: each figure with its target and whether it meets it.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 
 export interface BenchRow {
   readonly name: string;
@@ -27,6 +28,7 @@ export function meets(row: BenchRow): boolean | undefined {
 }
 
 function fmt(n: number): string {
+  if (Number.isInteger(n)) return String(n);
   return Math.abs(n) >= 100 ? n.toFixed(0) : Math.abs(n) >= 10 ? n.toFixed(1) : n.toFixed(3);
 }
 
@@ -53,15 +55,21 @@ export function renderTable(rows: readonly BenchRow[]): string {
   return [row(header), row(widths.map((w) => '-'.repeat(w))), ...lines.map(row)].join('\n');
 }
 
-export async function saveResults(file: URL, rows: readonly BenchRow[]): Promise<void> {
+export async function saveResults(
+  file: URL,
+  rows: readonly BenchRow[],
+  run: { readonly quick: boolean; readonly seconds: number },
+): Promise<void> {
   await mkdir(new URL('.', file), { recursive: true });
   const machine = {
+    cpus: os.cpus().length,
+    model: os.cpus()[0]?.model,
     node: process.version,
     platform: `${process.platform}/${process.arch}`,
     when: new Date().toISOString(),
   };
   await writeFile(
     file,
-    `${JSON.stringify({ machine, rows: rows.map((r) => ({ ...r, meets: meets(r) })) }, null, 2)}\n`,
+    `${JSON.stringify({ machine, run, rows: rows.map((r) => ({ ...r, meets: meets(r) })) }, null, 2)}\n`,
   );
 }
