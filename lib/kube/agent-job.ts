@@ -22,7 +22,7 @@ import { AgentFailedError, InvalidInputError, NotReadyYetError } from '../errors
 import { applyObjects } from './apply.ts';
 import type { KubeClients } from './clients.ts';
 import { call, httpStatus } from './errors.ts';
-import { type WaitOptions, waitFor, wakeOnObject } from './wait.ts';
+import { latest, type WaitOptions, waitFor, wakeOnObject } from './wait.ts';
 
 /**
  * Any image with Node 22 runs the bundle. The official image through ECR Public: no Docker Hub pull limits,
@@ -287,12 +287,12 @@ export async function runAgentJob(clients: KubeClients, opts: AgentJobOptions): 
   try {
     outcome = await waitFor(
       `agent Job ${namespace}/${name} on node ${node} to finish`,
-      async () => {
+      async (change) => {
         signal?.throwIfAborted();
-        const job = await call(`read Job ${namespace}/${name}`, () =>
-          clients.batch.readNamespacedJob({ name, namespace }),
+        const job = await latest(change, () =>
+          call(`read Job ${namespace}/${name}`, () => clients.batch.readNamespacedJob({ name, namespace })),
         );
-        return finished(job);
+        return job && finished(job);
       },
       {
         waitMs: opts.timeoutMs ?? 60_000,

@@ -4,8 +4,9 @@
  * transitions, a long one would hold a Lambda for nothing.
  *
  * A wait can name what it waits on (`wakeOn`): a watch on it wakes the wait at each change, so the change
- * is seen in milliseconds rather than at the next poll, and the poll slows to a fallback. The watch only
- * says "look again": `check` decides, so a watch that fails or ends changes nothing but the latency.
+ * is seen in milliseconds rather than at the next poll, and the poll slows to a fallback. The check gets
+ * the latest event the watch delivered, so it can judge the object it carries without reading it again;
+ * a watch that fails or ends changes nothing but the latency.
  */
 import { ClusterUnreachableError, KubeApiThrottledError, NotReadyYetError } from '../errors.ts';
 import type { KubeClients } from './clients.ts';
@@ -24,6 +25,12 @@ export interface WakeOn {
   readonly labelSelector?: string;
 }
 
+/** A watch event: ADDED, MODIFIED or DELETED, and the object as the API server sent it (plain JSON). */
+export interface WatchEvent {
+  readonly type: string;
+  readonly object: unknown;
+}
+
 /** Changes of the one object named `name` in the collection at `path`. */
 export function wakeOnObject(clients: Pick<KubeClients, 'watch'>, path: string, name: string): WakeOn {
   return { clients, path, fieldSelector: `metadata.name=${name}` };
@@ -32,32 +39,35 @@ export function wakeOnObject(clients: Pick<KubeClients, 'watch'>, path: string, 
 /** While a watch is open, polling is only the fallback for a watch that misses or drops an event. */
 const WATCHED_POLL_MS = 1000;
 
-/** Wakes a sleeping wait early; `watching` says whether a watch is open to do so. */
+/** Wakes a sleeping wait early with the latest event; `watching` says whether a watch is open to do so. */
 class Alarm {
   watching = false;
   #wake: (() => void) | undefined;
-  #rung = false;
+  #latest: WatchEvent | undefined;
 
-  ring(): void {
-    this.#rung = true;
+  ring(event: WatchEvent): void {
+    this.#latest = event;
     this.#wake?.();
   }
 
-  /** Sleep `ms`, or less if rung meanwhile (also since the last sleep: no change is missed). */
-  async sleep(ms: number): Promise<void> {
-    if (this.#rung) {
-      this.#rung = false;
-      return;
+  /**
+   * Sleep `ms`, or less if an event comes (also one that came since the last sleep: none is missed), and
+   * answer that event; undefined when the time ran out, and the check must look for itself.
+   */
+  async sleep(ms: number): Promise<WatchEvent | undefined> {
+    if (!this.#latest) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#wake = undefined;
     }
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.#wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-    this.#wake = undefined;
-    this.#rung = false;
+    const event = this.#latest;
+    this.#latest = undefined;
+    return event;
   }
 }
 
@@ -70,7 +80,9 @@ function openWatch(wakeOn: WakeOn, alarm: Alarm): () => void {
     .watch(
       wakeOn.path,
       query,
-      () => alarm.ring(),
+      (type, object) => {
+        if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') alarm.ring({ type, object });
+      },
       () => {
         alarm.watching = false;
       },
@@ -88,23 +100,25 @@ function openWatch(wakeOn: WakeOn, alarm: Alarm): () => void {
 }
 
 /**
- * Look until `check` returns a value other than false/undefined. While waiting, an API that throttles or
- * is briefly gone (a single kube-apiserver restarting) is expected and means "look again"; past the bound
- * the last reason (what `check` says it still waits for) goes into the NotReadyYet message.
+ * Look until `check` returns a value other than false/undefined. `check` gets the watch's latest event
+ * when one woke the wait, and nothing when it must read for itself. While waiting, an API that throttles
+ * or is briefly gone (a single kube-apiserver restarting) is expected and means "look again"; past the
+ * bound the last reason (what `check` says it still waits for) goes into the NotReadyYet message.
  */
 export async function waitFor<T>(
   what: string,
-  check: () => Promise<T | false | undefined>,
+  check: (event?: WatchEvent) => Promise<T | false | undefined>,
   opts: WaitOptions & { readonly wakeOn?: WakeOn },
 ): Promise<T> {
   const deadline = Date.now() + opts.waitMs;
   let lastTrouble = '';
   const alarm = new Alarm();
   let close: (() => void) | undefined;
+  let event: WatchEvent | undefined;
   try {
     for (;;) {
       try {
-        const value = await check();
+        const value = await check(event);
         if (value !== false && value !== undefined) return value;
         lastTrouble = '';
       } catch (err) {
@@ -115,11 +129,20 @@ export async function waitFor<T>(
       if (left <= 0) throw new NotReadyYetError(`still waiting for ${what}${lastTrouble}`);
       // Only a wait that did not end at its first look pays for a watch.
       if (opts.wakeOn && !close) close = openWatch(opts.wakeOn, alarm);
-      await alarm.sleep(
+      event = await alarm.sleep(
         Math.min(left, alarm.watching ? Math.max(opts.pollMs, WATCHED_POLL_MS) : opts.pollMs),
       );
     }
   } finally {
     close?.();
   }
+}
+
+/** The object as the watch's `event` last showed it (undefined: deleted), or as `read` finds it now. */
+export async function latest<O>(
+  event: WatchEvent | undefined,
+  read: () => Promise<O | undefined>,
+): Promise<O | undefined> {
+  if (!event) return read();
+  return event.type === 'DELETED' ? undefined : (event.object as O);
 }

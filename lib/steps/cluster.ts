@@ -1,7 +1,7 @@
 /** Reading the cluster the way every step needs it: nodes, their roles and readiness, mirror pods. */
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { call, httpStatus } from '../kube/errors.ts';
-import { type WakeOn, waitFor, wakeOnObject } from '../kube/wait.ts';
+import { latest, type WakeOn, waitFor, wakeOnObject } from '../kube/wait.ts';
 import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
 import type { StepContext } from './context.ts';
 
@@ -35,10 +35,17 @@ export function nodeChanges(ctx: ClusterAccess, name: string): WakeOn {
 
 /** Wait until node `name` is Ready (after its kubelet restarted). */
 export async function waitForNodeReady(ctx: StepContext, name: string): Promise<void> {
-  await waitFor(`node ${name} to be Ready`, async () => isNodeReady(await readNode(ctx, name)), {
-    ...ctx,
-    wakeOn: nodeChanges(ctx, name),
-  });
+  await waitFor(
+    `node ${name} to be Ready`,
+    async (event) => {
+      const node = await latest(event, () => readNode(ctx, name));
+      return node !== undefined && isNodeReady(node);
+    },
+    {
+      ...ctx,
+      wakeOn: nodeChanges(ctx, name),
+    },
+  );
 }
 
 export function nodeName(node: V1Node): string {

@@ -4,7 +4,7 @@
  * as desired alone, so a retried or resumed step only waits for what it changed before.
  */
 import { booleanFlag, parseFlags } from '../controlplane/flags.ts';
-import { waitFor } from '../kube/wait.ts';
+import { latest, waitFor } from '../kube/wait.ts';
 import { commandLine, isPodReady, mirrorPodChanges, readMirrorPod, waitForNodeReady } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import {
@@ -50,8 +50,8 @@ export async function moveControlPlaneNode(
     // The mirror pod that runs the new flags and is Ready: kubelet restarted the static pod from the new file.
     await waitFor(
       `${component} on ${event.node} to run ${enabling ? 'with leader migration' : 'without the in-tree provider'}`,
-      async () => {
-        const pod = await readMirrorPod(ctx, component, event.node);
+      async (change) => {
+        const pod = await latest(change, () => readMirrorPod(ctx, component, event.node));
         return pod !== undefined && isPodReady(pod) && moved(parseFlags(commandLine(pod)));
       },
       { ...ctx, wakeOn: mirrorPodChanges(ctx, component, event.node) },

@@ -8,7 +8,7 @@ import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { VerificationFailedError } from '../errors.ts';
 import { call } from '../kube/errors.ts';
-import { waitFor } from '../kube/wait.ts';
+import { latest, waitFor } from '../kube/wait.ts';
 import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
 import { ccmLeader } from './ccm.ts';
 import { hasUninitializedTaint, listNodes, nodeChanges, nodeName, readNode } from './cluster.ts';
@@ -56,7 +56,10 @@ async function canaryCheck(
   });
   await waitFor(
     `the CCM to initialise canary node ${canary}`,
-    async () => !hasUninitializedTaint(await readNode(ctx, canary)),
+    async (change) => {
+      const node = await latest(change, () => readNode(ctx, canary));
+      return node !== undefined && !hasUninitializedTaint(node);
+    },
     { waitMs: Math.min(ctx.waitMs, CANARY_SLO_MS), pollMs: ctx.pollMs, wakeOn: nodeChanges(ctx, canary) },
   ).catch(async (err: unknown) => {
     // Our taint must not outlive the check: after a rollback no controller would ever clear it.
