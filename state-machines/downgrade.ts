@@ -3,6 +3,8 @@
  * upgrade ccm-migrate ran (seed: openstack-cloud-controller-manager's "Upgrade / Downgrade Strategy").
  * It restores the node files that upgrade changed from the agent's backups (the original bytes), in the
  * order of lib/steps/restore.ts, removes what the upgrade applied, and verifies the in-tree controllers.
+ * On a replicated control plane its preflight chooses leader migration (as the upgrade's does), and the
+ * control plane goes back under the migration lease: upstream's phases in reverse (ADR 0004).
  *
  * JSONPath only (HOUSE-STYLE 7): the local engine runs this same definition.
  */
@@ -20,6 +22,13 @@ export const DOWNGRADE_STATES = {
   controlPlane: 'Control plane back in-tree, one node at a time',
   restoreNode: 'Restore a control-plane node',
   removeCcm: 'Remove the CCM',
+  useLeaderMigration: 'Hand back by leader migration?',
+  ccmMigrating: 'Run the CCM under leader migration',
+  controlPlaneMigrating: 'Control plane back in-tree under leader migration, one node at a time',
+  restoreNodeMigrating: 'Restore a control-plane node under leader migration',
+  stopCcmMigrating: 'Stop the CCM, the migration lease passes back',
+  migrationOff: 'Leader migration off, one node at a time',
+  migrationOffNode: 'Turn leader migration off on a node',
   verify: 'Verify the in-tree provider',
   finalize: 'Record the result',
   recordFailure: 'Record the failure',
@@ -50,6 +59,18 @@ export function downgradeDefinition(scope: Construct, stepTask: StepTaskFactory)
     kubeletOrderPath: '$.preflight.kubeletOrder',
     controlPlanePath: '$.preflight.controlPlaneNodes',
     onError: catchAll,
+    handBack: {
+      decisionPath: '$.preflight.leaderMigration',
+      names: {
+        useLeaderMigration: S.useLeaderMigration,
+        ccmMigrating: S.ccmMigrating,
+        controlPlane: S.controlPlaneMigrating,
+        restoreNode: S.restoreNodeMigrating,
+        stopCcm: S.stopCcmMigrating,
+        migrationOff: S.migrationOff,
+        migrationOffNode: S.migrationOffNode,
+      },
+    },
   });
   const verify = catchAll(
     stepTask(scope, {

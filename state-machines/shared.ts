@@ -25,7 +25,7 @@ export function forEachNode(
     /** More fields from the execution state for every item (e.g. the run to restore from). */
     fields?: Fields;
     /** Fixed values for every item (e.g. the leader migration phase the step runs). */
-    constants?: Readonly<Record<string, string>>;
+    constants?: Readonly<Record<string, string | boolean>>;
   },
 ): sfn.Map {
   const extra = opts.fields ?? {};
@@ -61,9 +61,22 @@ export interface RestoreStateNames {
   readonly removeCcm: string;
 }
 
+/** The states of the way back under leader migration (upstream's phases in reverse, lib/steps/leader-migration.ts). */
+export interface HandBackStateNames {
+  readonly useLeaderMigration: string;
+  readonly ccmMigrating: string;
+  readonly controlPlane: string;
+  readonly restoreNode: string;
+  readonly stopCcm: string;
+  readonly migrationOff: string;
+  readonly migrationOffNode: string;
+}
+
 /**
  * Kubelets back in-tree (maxUnavailable at a time), the CCM stopped, the control plane back one node at a
- * time, the CCM's objects removed: see lib/steps/restore.ts for why in this order.
+ * time, the CCM's objects removed: see lib/steps/restore.ts for why in this order. With `handBack`, on a
+ * cluster preflight chose leader migration for: the CCM under leader migration, each kube-controller-manager
+ * back in-tree with it, the CCM stopped, each one restored without it.
  */
 export function restoreSequence(
   scope: Construct,
@@ -75,11 +88,28 @@ export function restoreSequence(
     kubeletOrderPath: string;
     controlPlanePath: string;
     onError: <T extends Catchable>(state: T) => T;
+    /** With these, a Choice on `decisionPath` (`enabled`) hands the cloud controllers back by leader migration. */
+    handBack?: { names: HandBackStateNames; decisionPath: string };
   },
 ): { start: sfn.Map; end: sfn.TaskStateBase } {
   const { names, stepTask, onError } = opts;
   const source: Fields = { 'sourceRunId.$': opts.sourceRunIdPath };
   const ids = sfn.TaskInput.fromObject({ ...IDS, ...source });
+  const controlPlaneBack = (mapName: string, taskName: string, leaderMigration: boolean): sfn.Map =>
+    onError(
+      forEachNode(scope, {
+        mapName,
+        itemsPath: opts.controlPlanePath,
+        taskName,
+        step: 'restore-control-plane-node',
+        stepTask,
+        concurrency: { maxConcurrency: 1 },
+        fields: source,
+        constants: { leaderMigration },
+      }),
+    );
+  const stopCcm = (stateName: string): sfn.TaskStateBase =>
+    onError(stepTask(scope, { stateName, step: 'stop-ccm', payload: ids, resultPath: sfn.JsonPath.DISCARD }));
   const kubelets = onError(
     forEachNode(scope, {
       mapName: names.kubelets,
@@ -91,25 +121,6 @@ export function restoreSequence(
       fields: source,
     }),
   );
-  const stop = onError(
-    stepTask(scope, {
-      stateName: names.stopCcm,
-      step: 'stop-ccm',
-      payload: ids,
-      resultPath: sfn.JsonPath.DISCARD,
-    }),
-  );
-  const controlPlane = onError(
-    forEachNode(scope, {
-      mapName: names.controlPlane,
-      itemsPath: opts.controlPlanePath,
-      taskName: names.restoreNode,
-      step: 'restore-control-plane-node',
-      stepTask,
-      concurrency: { maxConcurrency: 1 },
-      fields: source,
-    }),
-  );
   const remove = onError(
     stepTask(scope, {
       stateName: names.removeCcm,
@@ -118,7 +129,38 @@ export function restoreSequence(
       resultPath: sfn.JsonPath.DISCARD,
     }),
   );
-  kubelets.next(stop).next(controlPlane).next(remove);
+  const plain = stopCcm(names.stopCcm);
+  plain.next(controlPlaneBack(names.controlPlane, names.restoreNode, false)).next(remove);
+  if (!opts.handBack) {
+    kubelets.next(plain);
+    return { start: kubelets, end: remove };
+  }
+  const hb = opts.handBack.names;
+  const decision = opts.handBack.decisionPath;
+  const ccmMigrating = onError(
+    stepTask(scope, {
+      stateName: hb.ccmMigrating,
+      step: 'activate-ccm',
+      payload: sfn.TaskInput.fromObject({ ...IDS, handBack: true }),
+      resultPath: sfn.JsonPath.DISCARD,
+    }),
+  );
+  ccmMigrating
+    .next(controlPlaneBack(hb.controlPlane, hb.restoreNode, true))
+    .next(stopCcm(hb.stopCcm))
+    .next(controlPlaneBack(hb.migrationOff, hb.migrationOffNode, false))
+    .next(remove);
+  kubelets.next(
+    new sfn.Choice(scope, hb.useLeaderMigration, { stateName: hb.useLeaderMigration })
+      .when(
+        sfn.Condition.and(
+          sfn.Condition.isPresent(`${decision}.enabled`),
+          sfn.Condition.booleanEquals(`${decision}.enabled`, true),
+        ),
+        ccmMigrating,
+      )
+      .otherwise(plain),
+  );
   return { start: kubelets, end: remove };
 }
 

@@ -193,6 +193,31 @@ function controlPlaneOf(snapshot: Snapshot): string[] {
 }
 
 /**
+ * Apply the CCM at its replicas, with or without leader migration, and wait until it leads (a holder seen
+ * renewing, unless no CCM held the lease before). `started` names the change in the progress output.
+ */
+async function runCcm(
+  ctx: StepContext,
+  snapshot: Snapshot,
+  leaderMigration: boolean,
+  started: string,
+): Promise<{ leader: string }> {
+  const fresh = await ccmLeaseUnheld(ctx, snapshot);
+  const applied = await applyObjects(ctx.clients, renderCcm(snapshot, snapshot.ccmReplicas, leaderMigration));
+  if (applied.some((a) => a.changed)) ctx.progress({ step: 'activate-ccm', message: started });
+  const leader = await waitFor(
+    `the CCM to be Ready${leaderMigration ? ' under leader migration' : ''} and hold its lease`,
+    renewingCcmLeader(ctx, snapshot, leaderMigration, fresh),
+    ctx,
+  );
+  ctx.progress({
+    step: 'activate-ccm',
+    message: `CCM leader ${leader}${leaderMigration ? ', under the migration lease' : ''}`,
+  });
+  return { leader };
+}
+
+/**
  * Leader migration phase 2: the CCM starts beside in-tree kube-controller-managers that all run leader
  * migration, so that whichever holds the migration lease runs the cloud controllers, and only it. A
  * kube-controller-manager without the flag would run them beside the CCM: that is refused (waited for).
@@ -204,24 +229,21 @@ async function startCcmMigrating(event: ActivateEvent, ctx: StepContext): Promis
     async () => (await controllerManagersWithoutMigration(ctx, snapshot)).length === 0,
     ctx,
   );
-  const fresh = await ccmLeaseUnheld(ctx, snapshot);
-  const applied = await applyObjects(ctx.clients, renderCcm(snapshot, snapshot.ccmReplicas, true));
-  if (applied.some((a) => a.changed)) {
-    ctx.progress({
-      step: 'activate-ccm',
-      message: `CCM scaled to ${snapshot.ccmReplicas} with leader migration`,
-    });
-  }
-  const leader = await waitFor(
-    'the CCM to be Ready and hold its lease',
-    renewingCcmLeader(ctx, snapshot, true, fresh),
-    ctx,
-  );
-  ctx.progress({ step: 'activate-ccm', message: `CCM leader ${leader}, waiting for the migration lease` });
-  return { leader };
+  return runCcm(ctx, snapshot, true, `CCM scaled to ${snapshot.ccmReplicas} with leader migration`);
+}
+
+/**
+ * The downgrade's first leader migration phase (upgrade phase 4 in reverse): the CCM rolled out with the
+ * flag, so that it runs the cloud controllers under the migration lease while the kube-controller-managers
+ * come back in-tree (also with it) and contend for that lease instead of running them beside it. The
+ * controller managers are external here: none runs the cloud loops meanwhile.
+ */
+async function handCcmBack(event: ActivateEvent, ctx: StepContext): Promise<{ leader: string }> {
+  return runCcm(ctx, await loadSnapshot(ctx, event), true, 'CCM rolled out with leader migration');
 }
 
 export async function activateCcm(event: ActivateEvent, ctx: StepContext): Promise<{ leader: string }> {
+  if (event.handBack) return handCcmBack(event, ctx);
   if (event.leaderMigration) return startCcmMigrating(event, ctx);
   const snapshot = await loadSnapshot(ctx, event);
   await waitFor(
@@ -232,17 +254,6 @@ export async function activateCcm(event: ActivateEvent, ctx: StepContext): Promi
   if (await editKubeadmConfig(ctx, TO_EXTERNAL_KUBEADM)) {
     ctx.progress({ step: 'activate-ccm', message: 'kubeadm-config ClusterConfiguration updated' });
   }
-  const fresh = await ccmLeaseUnheld(ctx, snapshot);
-  const applied = await applyObjects(ctx.clients, renderCcm(snapshot, snapshot.ccmReplicas));
-  if (applied.some((a) => a.changed)) {
-    ctx.progress({ step: 'activate-ccm', message: `CCM scaled to ${snapshot.ccmReplicas}` });
-  }
   // After leader migration this is its phase 4: the CCM rolls out without the flag.
-  const leader = await waitFor(
-    'the CCM to be Ready and hold its lease',
-    renewingCcmLeader(ctx, snapshot, false, fresh),
-    ctx,
-  );
-  ctx.progress({ step: 'activate-ccm', message: `CCM leader ${leader}` });
-  return { leader };
+  return runCcm(ctx, snapshot, false, `CCM scaled to ${snapshot.ccmReplicas}`);
 }

@@ -8,6 +8,7 @@ import { PreflightFailedError } from '../errors.ts';
 import { inTreeTarget } from '../providers/catalog.ts';
 import type { StepContext } from './context.ts';
 import { KAS_MANIFEST, KCM_MANIFEST } from './edits.ts';
+import { decideLeaderMigration } from './leader-migration.ts';
 import { examineCluster } from './preflight.ts';
 import type { DowngradePreflightResult, UpgradeOptions } from './schemas.ts';
 import { type Snapshot, SnapshotSchema } from './snapshot.ts';
@@ -72,10 +73,22 @@ export async function downgradePreflight(
       ? 'already on the in-tree provider: nothing to change'
       : `undoing upgrade run ${source.runId} (${exam.provider} ${exam.kubernetesVersion}, ${exam.nodes.length} nodes)`,
   });
+  const leaderMigration = decideLeaderMigration(
+    exam.kubernetesVersion,
+    exam.controlPlaneNodes.length,
+    event.options.leaderMigration,
+  );
+  if (!alreadyInTree) {
+    ctx.progress({
+      step: 'downgrade-preflight',
+      message: `leader migration ${leaderMigration.enabled ? 'on' : 'off'}: ${leaderMigration.reason}`,
+    });
+  }
   return {
     alreadyInTree,
     sourceRunId: source.runId,
     controlPlaneNodes: exam.controlPlaneNodes,
     kubeletOrder: [...exam.controlPlaneNodes, ...exam.workerNodes],
+    leaderMigration,
   };
 }

@@ -9,6 +9,9 @@
  *    of version N + 1 MUST NOT have Leader Migration enabled": its leader still contends for the migration
  *    lease, cmd/kube-controller-manager/app/controllermanager.go, and would hold it running nothing);
  * 4. the flag removed from the CCM.
+ * The downgrade runs them in reverse (lib/steps/restore.ts): the CCM rolled out with the flag, each
+ * kube-controller-manager put back in-tree with it, the CCM stopped (its migration lease passes to the
+ * controller managers' leader), and each kube-controller-manager restored without it.
  * The default configuration (since 1.22: the three controllers with component `*`) is all this needs, so no
  * LeaderMigrationConfiguration file is written.
  */
@@ -24,7 +27,7 @@ export const LEADER_MIGRATION_CONFIG_FLAG = 'leader-migration-config';
 /** GA (and on by default for its feature gate) from 1.24. */
 export const LEADER_MIGRATION_MIN_MINOR = 24;
 
-/** Whether this upgrade hands over through the migration lease, and why (for preflight's result and the plan). */
+/** Whether a run hands the cloud controllers over through the migration lease, and why (preflights, plan). */
 export function decideLeaderMigration(
   kubernetesVersion: string,
   controlPlaneNodes: number,
@@ -40,7 +43,7 @@ export function decideLeaderMigration(
     }
     return {
       enabled: false,
-      reason: `Kubernetes ${kubernetesVersion} predates leader migration GA (1.${LEADER_MIGRATION_MIN_MINOR}): the CCM starts after every kube-controller-manager dropped its provider`,
+      reason: `Kubernetes ${kubernetesVersion} predates leader migration GA (1.${LEADER_MIGRATION_MIN_MINOR}): the cloud controllers pass between kube-controller-manager and the CCM without it`,
     };
   }
   if (wanted) return { enabled: true, reason: 'leader migration asked for by the operator' };

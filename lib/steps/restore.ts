@@ -18,7 +18,7 @@ import {
 } from '../kube/agent-job.ts';
 import { applyObjects, describeObject } from '../kube/apply.ts';
 import { call, httpStatus } from '../kube/errors.ts';
-import { waitFor } from '../kube/wait.ts';
+import { latest, waitFor } from '../kube/wait.ts';
 import { inTreeTarget, providerFacts } from '../providers/catalog.ts';
 import { ccmPods, renderCcm } from './ccm.ts';
 import {
@@ -33,8 +33,14 @@ import {
   waitForNodeReady,
 } from './cluster.ts';
 import type { StepContext } from './context.ts';
-import { CONTROL_PLANE_MANIFESTS, KAS_MANIFEST, KCM_MANIFEST } from './edits.ts';
+import {
+  CONTROL_PLANE_MANIFESTS,
+  ENABLE_LEADER_MIGRATION_STATIC_PODS,
+  KAS_MANIFEST,
+  KCM_MANIFEST,
+} from './edits.ts';
 import { updateClusterConfiguration } from './kubeadm-config.ts';
+import { runsLeaderMigration } from './leader-migration.ts';
 import type { RestoreEvent, RestoreNodeEvent, Verification } from './schemas.ts';
 import type { Snapshot } from './snapshot.ts';
 import { loadSnapshot } from './snapshot-store.ts';
@@ -134,6 +140,7 @@ export async function restoreControlPlaneNode(
     runId: event.sourceRunId,
     paths: [...CONTROL_PLANE_MANIFESTS],
     skipMissing: true,
+    staticPods: event.leaderMigration ? [...ENABLE_LEADER_MIGRATION_STATIC_PODS] : [],
   });
   ctx.progress({
     step: 'restore-control-plane-node',
@@ -155,13 +162,14 @@ export async function restoreControlPlaneNode(
       }
     }
     await waitFor(
-      `${component} on ${event.node} to run with --cloud-provider=${wanted ?? '(none)'} again`,
-      async () => {
-        const pod = await readMirrorPod(ctx, component, event.node);
+      `${component} on ${event.node} to run with --cloud-provider=${wanted ?? '(none)'} again${event.leaderMigration && component === 'kube-controller-manager' ? ', under leader migration' : ''}`,
+      async (change) => {
+        const pod = await latest(change, () => readMirrorPod(ctx, component, event.node));
         return (
           pod !== undefined &&
           isPodReady(pod) &&
-          parseFlags(commandLine(pod)).get('cloud-provider') === wanted
+          parseFlags(commandLine(pod)).get('cloud-provider') === wanted &&
+          (component !== 'kube-controller-manager' || runsLeaderMigration(pod) === event.leaderMigration)
         );
       },
       { ...ctx, wakeOn: mirrorPodChanges(ctx, component, event.node) },

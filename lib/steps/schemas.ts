@@ -48,8 +48,14 @@ export const NodeEventSchema = RunIds.extend({
 });
 export type NodeEvent = z.infer<typeof NodeEventSchema>;
 
-/** The CCM started beside in-tree kube-controller-managers (phase 2, leader migration) or after them. */
-export const ActivateEventSchema = RunIds.extend({ leaderMigration: z.boolean().default(false) });
+/**
+ * The CCM started beside in-tree kube-controller-managers (phase 2, leader migration) or after them; or,
+ * on the way back (`handBack`), rolled out under leader migration before the controller managers return.
+ */
+export const ActivateEventSchema = RunIds.extend({
+  leaderMigration: z.boolean().default(false),
+  handBack: z.boolean().default(false),
+});
 export type ActivateEvent = z.infer<typeof ActivateEventSchema>;
 
 export const LeaderMigrationDecisionSchema = z.object({
@@ -92,7 +98,11 @@ export const FailureEventSchema = RunIds.extend({
 /** A step that puts back what an earlier run changed: the run whose node backups and snapshot it uses. */
 export const RestoreEventSchema = RunIds.extend({ sourceRunId: ResourceName });
 export type RestoreEvent = z.infer<typeof RestoreEventSchema>;
-export const RestoreNodeEventSchema = RestoreEventSchema.extend({ node: z.string().min(1) });
+export const RestoreNodeEventSchema = RestoreEventSchema.extend({
+  node: z.string().min(1),
+  /** Put the node's kube-controller-manager back with --enable-leader-migration (the downgrade's handback). */
+  leaderMigration: z.boolean().default(false),
+});
 export type RestoreNodeEvent = z.infer<typeof RestoreNodeEventSchema>;
 
 export const DowngradePreflightResultSchema = z.object({
@@ -101,5 +111,6 @@ export const DowngradePreflightResultSchema = z.object({
   sourceRunId: ResourceName,
   controlPlaneNodes: z.array(z.string()),
   kubeletOrder: z.array(z.string()),
+  leaderMigration: LeaderMigrationDecisionSchema,
 });
 export type DowngradePreflightResult = z.infer<typeof DowngradePreflightResultSchema>;

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { FIXTURES, fixtureSpec } from '../twin/running-twin.ts';
-import { type E2E, startE2E } from './harness.ts';
+import { type E2E, nodeFiles, startE2E } from './harness.ts';
 
 let e2e: E2E | undefined;
 afterEach(async () => {
@@ -30,20 +30,33 @@ interface Observed {
   readonly status: string;
   /** Windows in which no process ran the cloud loops, in ms. */
   readonly noController: number[];
+  /** Whether such a window came with the control plane half-way (some KCMs in-tree, some external). */
+  readonly noControllerMidway: boolean;
   readonly maxActive: number;
   readonly violations: string[];
 }
 
-async function observedUpgrade(leaderMigration?: boolean): Promise<Observed> {
-  const spec = await fixtureSpec(FIXTURES.awsHaMini, { overrides: { latencies: REALISH } });
-  e2e = await startE2E(spec);
-  const { controllers, monitor } = e2e.t.twin;
+/** Sample which processes run the cloud loops while `run` runs, every 5 ms, and the monitor's verdict. */
+async function observe(run: () => Promise<{ status: string }>): Promise<Observed> {
+  const { controllers, monitor } = (e2e as E2E).t.twin;
   const noController: number[] = [];
   let since: number | undefined;
   let maxActive = 0;
+  let noControllerMidway = false;
+  const { store } = (e2e as E2E).t.twin;
+  /** Some kube-controller-managers already in-tree and some still external: the control plane half-way. */
+  const midway = (): boolean => {
+    const external = ['cp-1', 'cp-2', 'cp-3'].map((node) =>
+      JSON.stringify(
+        store.tryGet('pods', 'kube-system', `kube-controller-manager-${node}`)?.spec ?? '',
+      ).includes('--cloud-provider=external'),
+    );
+    return external.includes(true) && external.includes(false);
+  };
   const sample = (): void => {
     const active = controllers.active().length;
     maxActive = Math.max(maxActive, active);
+    if (active === 0) noControllerMidway ||= midway();
     if (active === 0) since ??= Date.now();
     else if (since !== undefined) {
       noController.push(Date.now() - since);
@@ -51,13 +64,28 @@ async function observedUpgrade(leaderMigration?: boolean): Promise<Observed> {
     }
   };
   const timer = setInterval(sample, 5);
-  const result = await e2e.upgrade(leaderMigration === undefined ? {} : { options: { leaderMigration } });
+  const result = await run();
   clearInterval(timer);
   sample();
   if (since !== undefined) noController.push(Date.now() - since);
-  await monitor.stop();
   const violations = monitor.violations().filter((v) => v.kind !== 'api-unavailable');
-  return { status: result.status, noController, maxActive, violations: violations.map((v) => v.kind) };
+  return {
+    status: result.status,
+    noController,
+    noControllerMidway,
+    maxActive,
+    violations: violations.map((v) => v.kind),
+  };
+}
+
+async function startRealish(): Promise<E2E> {
+  e2e = await startE2E(await fixtureSpec(FIXTURES.awsHaMini, { overrides: { latencies: REALISH } }));
+  return e2e;
+}
+
+async function observedUpgrade(leaderMigration?: boolean): Promise<Observed> {
+  const run = await startRealish();
+  return observe(() => run.upgrade(leaderMigration === undefined ? {} : { options: { leaderMigration } }));
 }
 
 describe('the upgrade of an HA control plane with leader migration', () => {
@@ -94,5 +122,45 @@ describe('the upgrade of an HA control plane with leader migration', () => {
     expect(run.maxActive).toBe(1);
     // The lease expiry plus the CCM's start (0.8 s here; an image pull and more on a real cluster).
     expect(Math.max(...run.noController)).toBeGreaterThan(LEASE_MS + 500);
+  }, 60_000);
+});
+
+// The way back without leader migration stops the CCM before any kube-controller-manager is in-tree again:
+// the cloud loops stop until the controller managers' leader is back, the control plane half-way. With it
+// the CCM keeps them, under the migration lease, until every kube-controller-manager is in-tree and waits
+// for that lease: the only windows are a lease expiring with the control plane all external (the CCM's
+// rollout) or all in-tree (the handover).
+describe('the downgrade of an HA control plane with leader migration', () => {
+  const hashes = (files: Map<string, string>, start: Map<string, string>) =>
+    new Map([...files].filter(([f]) => start.has(f)).map(([f, v]) => [f, v.split(' ')[0]]));
+
+  it('hands the cloud controllers back: never two, gaps only while a lease expires, every file as it started', async () => {
+    const run = await startRealish();
+    const start = await nodeFiles(run.t);
+    expect((await run.upgrade()).status).toBe('SUCCEEDED');
+    const back = await observe(() => run.downgrade());
+    expect(back.status).toBe('SUCCEEDED');
+    expect(back.violations).toEqual([]);
+    expect(back.maxActive).toBe(1);
+    for (const gap of back.noController) expect(gap).toBeLessThan(LEASE_MS + 500);
+    expect(back.noControllerMidway).toBe(false);
+    expect(hashes(await nodeFiles(run.t), start)).toEqual(hashes(start, start));
+    for (const node of ['cp-1', 'cp-2', 'cp-3']) {
+      const kcm = await run.t.core.readNamespacedPod({
+        name: `kube-controller-manager-${node}`,
+        namespace: 'kube-system',
+      });
+      expect(kcm.spec?.containers[0]?.command, node).toContain('--cloud-provider=aws');
+      expect(kcm.spec?.containers[0]?.command?.join(' '), node).not.toContain('leader-migration');
+    }
+  }, 60_000);
+
+  it('without it, the cloud loops stop with the control plane half-way back', async () => {
+    const run = await startRealish();
+    expect((await run.upgrade()).status).toBe('SUCCEEDED');
+    const back = await observe(() => run.downgrade({ options: { leaderMigration: false } }));
+    expect(back.status).toBe('SUCCEEDED');
+    expect(back.maxActive).toBe(1);
+    expect(back.noControllerMidway).toBe(true);
   }, 60_000);
 });
