@@ -2,8 +2,8 @@
  * The deployable ccm-migrate: one construct a platform team drops into its own CDK app (or deploys through
  * cdk/app.ts). It holds the upgrade, downgrade and drift state machines (state-machines/, one Lambda per
  * step), the schedule that runs the drift checks, the run table, the event bus with the rule that starts
- * runs, the rule that sees runs end, a topic for notifications, and alarms and a dashboard
- * (cdk/monitoring.ts). Each function's role grants exactly the calls it makes.
+ * runs, the rule that sees runs end, a topic for notifications and the upgrade's approval requests, and
+ * alarms and a dashboard (cdk/monitoring.ts). Each function's role grants exactly the calls it makes.
  */
 import {
   ArnFormat,
@@ -33,7 +33,7 @@ import { RUN_TABLE } from '../lib/store/table.ts';
 import { DOWNGRADE_TIMEOUT, downgradeDefinition } from '../state-machines/downgrade.ts';
 import { DRIFT_TIMEOUT, driftDefinition } from '../state-machines/drift.ts';
 import { DRIFT_STEP_IDS, lambdaStepTasks, STEP_IDS, type StepId } from '../state-machines/steps.ts';
-import { UPGRADE_TIMEOUT, upgradeDefinition } from '../state-machines/upgrade.ts';
+import { APPROVAL_TIMEOUT, UPGRADE_TIMEOUT, upgradeDefinition } from '../state-machines/upgrade.ts';
 import { bundlingFor, entryOf, type FunctionId, PROJECT_ROOT, talksToCluster } from './bundling.ts';
 import { Monitoring } from './monitoring.ts';
 
@@ -58,6 +58,16 @@ export interface MigrationOrchestratorProps {
   readonly driftRate?: Duration;
   /** Clusters a drift run checks at once; @default 10 */
   readonly driftMaxConcurrency?: number;
+  /**
+   * Every upgrade started by a `MigrationRequested` event (a drift run's remediation among them) waits after
+   * preflight for `ccm-migrate approve`, whatever the event says; @default false: only runs that ask for it.
+   */
+  readonly requireApproval?: boolean;
+  /**
+   * How long the approval gate waits before the run ends unchanged; the upgrade machine's timeout grows by
+   * as much. @default 24 hours
+   */
+  readonly approvalTimeout?: Duration;
 }
 
 /** An ARN of this stack as cdk-nag prints it in a finding (unresolved region and account as `<AWS::…>`). */
@@ -223,10 +233,23 @@ export class MigrationOrchestrator extends Construct {
         logs: { destination: machineLogs(name), level: sfn.LogLevel.ERROR, includeExecutionData: false },
       });
     // Each definition in its own scope: both use the same state names ("Check the cluster", …).
+    const approvalTimeout = props.approvalTimeout ?? APPROVAL_TIMEOUT;
     this.upgrade = machine(
       'Upgrade',
-      upgradeDefinition(new Construct(this, 'UpgradeStates'), stepTask),
-      UPGRADE_TIMEOUT,
+      upgradeDefinition(new Construct(this, 'UpgradeStates'), stepTask, {
+        approvalTopic: this.topic,
+        approvalTimeout,
+      }),
+      // A run that waited its whole approval time still has the whole run's time to migrate.
+      UPGRADE_TIMEOUT.plus(approvalTimeout),
+    );
+    // The gate's publish to the encrypted topic: SNS encrypts it with the key, for this topic only.
+    this.upgrade.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['kms:GenerateDataKey', 'kms:Decrypt'],
+        resources: [this.key.keyArn],
+        conditions: { StringEquals: { 'kms:EncryptionContext:aws:sns:topicArn': this.topic.topicArn } },
+      }),
     );
     this.downgrade = machine(
       'Downgrade',
@@ -285,7 +308,10 @@ export class MigrationOrchestrator extends Construct {
       [ENV.downgradeStateMachineArn]: this.downgrade.stateMachineArn,
       [ENV.eventBusName]: this.bus.eventBusName,
     };
-    const starter = fn('starter', machineEnv);
+    const starter = fn('starter', {
+      ...machineEnv,
+      ...(props.requireApproval ? { [ENV.requireApproval]: 'true' } : {}),
+    });
     this.upgrade.grantStartExecution(starter);
     this.downgrade.grantStartExecution(starter);
     this.bus.grantPutEventsTo(starter);

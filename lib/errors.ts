@@ -28,6 +28,8 @@ export const ERROR_NAMES = {
   clusterLocked: 'ClusterLocked',
   /** An upgrade failed and undid its changes: the cluster is as it was (the run's Fail state). */
   rolledBack: 'RolledBack',
+  /** The operator rejected the upgrade at its approval gate (SendTaskFailure's error): nothing was changed. */
+  approvalRejected: 'ApprovalRejected',
 } as const;
 
 export type ErrorName = (typeof ERROR_NAMES)[keyof typeof ERROR_NAMES];
@@ -92,5 +94,11 @@ export class InvalidInputError extends CcmMigrateError {
 
 export class ClusterLockedError extends CcmMigrateError {
   override readonly name = ERROR_NAMES.clusterLocked;
+  readonly retryable = false;
+}
+
+/** Rejected at the approval gate (in-process; on AWS the error SendTaskFailure sends): nothing was changed. */
+export class ApprovalRejectedError extends CcmMigrateError {
+  override readonly name = ERROR_NAMES.approvalRejected;
   readonly retryable = false;
 }

@@ -13,6 +13,8 @@ export const ENV = {
   upgradeStateMachineArn: 'UPGRADE_STATE_MACHINE_ARN',
   downgradeStateMachineArn: 'DOWNGRADE_STATE_MACHINE_ARN',
   agentImage: 'AGENT_IMAGE',
+  /** `true`: every upgrade the starter starts waits for approval (the construct's `requireApproval`). */
+  requireApproval: 'REQUIRE_APPROVAL',
 } as const;
 
 /** Where a cluster's kubeconfig lives in Secrets Manager: `<prefix><clusterId>`. */

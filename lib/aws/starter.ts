@@ -2,6 +2,7 @@
  * MigrationRequested → StartExecution. EventBridge delivers at least once and callers repeat themselves, so
  * the run id and the execution name are functions of (cluster, request): the same request again finds its
  * execution (ExecutionAlreadyExists) and starts nothing new. The execution's input holds ids and options only.
+ * A stack that requires approval makes every upgrade it starts wait for one, whatever the request says.
  */
 import { createHash } from 'node:crypto';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
@@ -47,11 +48,20 @@ export async function startRequestedRun(event: unknown, deps: StarterDeps = {}):
     detail.kind === 'upgrade' ? ENV.upgradeStateMachineArn : ENV.downgradeStateMachineArn,
     env,
   );
-  const outcome = await startRun(deps.sfn ?? clients.sfn, stateMachineArn, detail);
+  const outcome = await startRun(deps.sfn ?? clients.sfn, stateMachineArn, withStackApproval(detail, env));
   if (outcome.started) {
     await announceStarted(deps.events ?? clients.events, envVar(ENV.eventBusName, env), detail, outcome);
   }
   return outcome;
+}
+
+/** The request with `requireApproval` set when the stack requires approval of upgrades. */
+function withStackApproval(
+  detail: MigrationRequestedDetail,
+  env: NodeJS.ProcessEnv,
+): MigrationRequestedDetail {
+  if (detail.kind !== 'upgrade' || env[ENV.requireApproval] !== 'true') return detail;
+  return { ...detail, options: { ...detail.options, requireApproval: true } };
 }
 
 /**
@@ -108,6 +118,6 @@ export function announceStarted(
 }
 
 /** arn:…:stateMachine:M → arn:…:execution:M:name */
-function executionArnOf(stateMachineArn: string, name: string): string {
+export function executionArnOf(stateMachineArn: string, name: string): string {
   return `${stateMachineArn.replace(':stateMachine:', ':execution:')}:${name}`;
 }

@@ -61,7 +61,7 @@ export function newRequestId(now = Date.now()): string {
   return `cli-${now.toString(36)}-${randomBytes(2).toString('hex')}`;
 }
 
-function machineOf(target: StackTarget, kind: MigrationKind): string {
+export function machineOf(target: StackTarget, kind: MigrationKind): string {
   const arn = target[kind];
   if (!arn) {
     throw new CliError(
@@ -78,7 +78,7 @@ function runIdOf(name: string | undefined, clusterId: string): string | undefine
   return runId && executionNameFor(clusterId, runId) === name ? runId : undefined;
 }
 
-interface ExecutionOfCluster {
+export interface ExecutionOfCluster {
   readonly kind: MigrationKind;
   readonly runId: string;
   readonly executionArn: string;
@@ -87,7 +87,7 @@ interface ExecutionOfCluster {
   readonly stopDate?: Date;
 }
 
-async function executionsOf(
+export async function executionsOf(
   sfn: SFNClient,
   stateMachineArn: string,
   kind: MigrationKind,
@@ -156,6 +156,11 @@ export async function awsMigrationCommand(cmd: AwsMigrationCommand): Promise<Aws
       `${start.started ? 'started' : 'following'} ${cmd.kind} run ${start.runId} of cluster ${cmd.clusterId} ` +
         `(request ${request.requestId})\n  ${start.executionArn}\n`,
     );
+    if (cmd.options.requireApproval) {
+      out.write(
+        `  after preflight it waits for: ccm-migrate approve --aws --cluster-id ${cmd.clusterId} --run-id ${start.runId} [--reject --reason …]\n`,
+      );
+    }
   }
   const ended = await follow(cmd.sfn, start.executionArn, out, cmd.pollMs ?? 5000);
   const result: AwsRunResult = {
@@ -178,9 +183,11 @@ function confirmation(cmd: AwsMigrationCommand, stateMachineArn: string): string
   return `${verb} cluster ${cmd.clusterId} ${WORDS[cmd.kind]} with ${stateMachineArn}?`;
 }
 
-/** The history's events after `lastId`, oldest first: read newest first, so a long history is not re-read. */
-async function newEvents(sfn: SFNClient, executionArn: string, lastId: number): Promise<HistoryEvent[]> {
-  const fresh: HistoryEvent[] = [];
+/** An execution's history newest first, a page read only when the events before it were not enough. */
+export async function* historyNewestFirst(
+  sfn: SFNClient,
+  executionArn: string,
+): AsyncGenerator<HistoryEvent> {
   let nextToken: string | undefined;
   do {
     const page = await sfn.send(
@@ -192,12 +199,18 @@ async function newEvents(sfn: SFNClient, executionArn: string, lastId: number): 
         ...(nextToken ? { nextToken } : {}),
       }),
     );
-    for (const e of page.events ?? []) {
-      if ((e.id ?? 0) <= lastId) return fresh.reverse();
-      fresh.push(e);
-    }
+    yield* page.events ?? [];
     nextToken = page.nextToken;
   } while (nextToken);
+}
+
+/** The history's events after `lastId`, oldest first: read newest first, so a long history is not re-read. */
+async function newEvents(sfn: SFNClient, executionArn: string, lastId: number): Promise<HistoryEvent[]> {
+  const fresh: HistoryEvent[] = [];
+  for await (const e of historyNewestFirst(sfn, executionArn)) {
+    if ((e.id ?? 0) <= lastId) break;
+    fresh.push(e);
+  }
   return fresh.reverse();
 }
 

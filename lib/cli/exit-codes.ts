@@ -25,6 +25,8 @@ export const EXIT = {
   rolledBack: 9,
   /** A drift check found the cluster not as its desired mode says. */
   drifted: 10,
+  /** The upgrade was rejected (or not answered in time) at its approval gate: nothing was changed. */
+  notApproved: 11,
 } as const;
 
 const BY_ERROR: Readonly<Record<ErrorName, number>> = {
@@ -39,6 +41,7 @@ const BY_ERROR: Readonly<Record<ErrorName, number>> = {
   [ERROR_NAMES.clusterLocked]: EXIT.locked,
   [ERROR_NAMES.notReadyYet]: EXIT.timedOut,
   [ERROR_NAMES.rolledBack]: EXIT.rolledBack,
+  [ERROR_NAMES.approvalRejected]: EXIT.notApproved,
 };
 
 export function exitCodeForError(name: string): number {

@@ -17,6 +17,7 @@ import { ResourceName } from '../steps/schemas.ts';
 import { defaultStateDir, LocalRunStore } from '../store/local-store.ts';
 import { loadTwinSpec, TwinSpecError } from '../twin/spec.ts';
 import { TwinStartError } from '../twin/twin.ts';
+import { awsApproveCommand } from './approve.ts';
 import { awsMigrationCommand, awsStatusCommand } from './aws.ts';
 import { demo } from './demo.ts';
 import { driftCommand, fleetDriftCommand } from './drift.ts';
@@ -174,10 +175,15 @@ export function buildProgram(): Command {
       .option('--max-unavailable <n>', 'kubelets restarted at once', positiveInt, 1)
       .option(
         '--no-leader-migration',
-        'upgrade: start the CCM only after every kube-controller-manager dropped its provider, instead of handing the cloud controllers over under the migration lease (the default with several control-plane nodes on 1.24+)',
+        'hand the cloud controllers between kube-controller-manager and the CCM without the migration lease (upgrade: start the CCM after every kube-controller-manager dropped its provider; downgrade: stop it before they take it back); leader migration is the default with several control-plane nodes on 1.24+',
       )
       .option('--state-dir <dir>', 'run records (default: $CCM_MIGRATE_STATE_DIR or ~/.ccm-migrate)')
       .option('--yes', 'do not ask for confirmation', false)
+      .option(
+        '--require-approval',
+        'upgrade: after preflight, wait for an approval before changing anything (with --aws: ccm-migrate approve; locally: asked here, or given by --yes)',
+        false,
+      )
       .option('--request-id <id>', 'with --aws: the same id again follows the same execution', requestId)
       .option('--poll-interval <s>', 'with --aws: seconds between two looks at the execution', pollSeconds, 5)
       .action(
@@ -190,12 +196,20 @@ export function buildProgram(): Command {
               requestId?: string;
               pollInterval: number;
               leaderMigration: boolean;
+              requireApproval: boolean;
             },
         ) => {
+          if (o.requireApproval && kind !== 'upgrade') {
+            throw new CliError(
+              '--require-approval applies to upgrades: a downgrade has no approval gate',
+              EXIT.badInput,
+            );
+          }
           // Only a --no-leader-migration said out loud overrides the default decision of preflight.
           const options = {
             ...(o.provider ? { provider: o.provider } : {}),
             ...(o.leaderMigration === false ? { leaderMigration: false } : {}),
+            ...(o.requireApproval ? { requireApproval: true } : {}),
           };
           if (o.aws) {
             const local = (['kubeconfig', 'context', 'agentImage', 'stateDir'] as const).filter((k) => o[k]);
@@ -307,6 +321,29 @@ export function buildProgram(): Command {
       throw new CliError('status lists runs on the deployed stack: pass --aws', EXIT.badInput);
     }
     await awsStatusCommand({ clusterId: o.clusterId, sfn: new SFNClient({}), target: await stackTarget(o) });
+  });
+
+  awsOptions(
+    program
+      .command('approve')
+      .description(
+        'Answer the approval gate of a cluster’s upgrade on the deployed stack (started with --require-approval, or by a stack that requires approval): the run goes on, or with --reject ends before any change.',
+      )
+      .requiredOption('--cluster-id <id>', 'the cluster’s id', clusterId)
+      .option('--run-id <id>', 'the run to answer (default: the cluster’s running upgrade)', clusterId)
+      .option('--reject', 'reject: the run ends failed, the cluster unchanged', false)
+      .option('--reason <text>', 'with --reject: why (the run’s cause, in its history and events)'),
+    'upgrade',
+  ).action(async (o: AwsFlags & { clusterId: string; runId?: string; reject: boolean; reason?: string }) => {
+    if (!o.aws) throw new CliError('approve answers a run on the deployed stack: pass --aws', EXIT.badInput);
+    if (o.reason !== undefined && !o.reject) throw new CliError('--reason goes with --reject', EXIT.badInput);
+    await awsApproveCommand({
+      clusterId: o.clusterId,
+      sfn: new SFNClient({}),
+      target: await stackTarget(o, 'upgrade'),
+      ...(o.runId ? { runId: o.runId } : {}),
+      ...(o.reject ? { reject: { reason: o.reason ?? 'rejected with ccm-migrate approve --reject' } } : {}),
+    });
   });
 
   program

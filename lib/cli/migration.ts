@@ -3,9 +3,10 @@
  * a summary, and an exit code per failure kind. The kubeconfig stays on this machine: only its server
  * address is printed.
  */
-import { ERROR_NAMES } from '../errors.ts';
+import { ApprovalRejectedError, ERROR_NAMES } from '../errors.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import { call } from '../kube/errors.ts';
+import type { Approver } from '../local/approval.ts';
 import type { EventLog } from '../local/engine.ts';
 import {
   type MigrationKind,
@@ -28,6 +29,8 @@ export interface MigrationCommand {
   readonly options: UpgradeOptions;
   readonly yes: boolean;
   readonly agentImage?: string;
+  /** @default y/N at the terminal (lib/cli/confirm.ts) */
+  readonly confirm?: (question: string) => Promise<boolean>;
   readonly out?: NodeJS.WritableStream;
 }
 
@@ -92,16 +95,34 @@ const WORDS: Readonly<Record<MigrationKind, { question: string; doing: string }>
   downgrade: { question: 'back to its in-tree cloud provider', doing: 'downgrading' },
 };
 
+/** The approval gate in local mode: asked like the confirmation, after preflight; `--yes` answers both. */
+function localApprover(cmd: MigrationCommand, out: NodeJS.WritableStream): Approver {
+  const ask = cmd.confirm ?? confirm;
+  return async (request) => {
+    const what =
+      `cluster ${request.clusterId} (${request.provider}, Kubernetes ${request.kubernetesVersion}, ` +
+      `${request.nodes} nodes)`;
+    if (cmd.yes) {
+      out.write(`approved by --yes: ${what}\n`);
+      return;
+    }
+    if (!(await ask(`Preflight passed for ${what}. Change it now?`))) {
+      throw new ApprovalRejectedError('not approved at the terminal: nothing was changed');
+    }
+  };
+}
+
 export async function migrationCommand(cmd: MigrationCommand): Promise<MigrationRunResult> {
   const words = WORDS[cmd.kind];
   const out = cmd.out ?? process.stdout;
+  const ask = cmd.confirm ?? confirm;
   // Fail fast on a wrong address: inside the workflow an unreachable API is retried for minutes.
   const version = await call(`reach the API server at ${cmd.clients.server}`, () =>
     cmd.clients.version.getCode(),
   );
   if (
     !cmd.yes &&
-    !(await confirm(
+    !(await ask(
       `${cmd.kind === 'upgrade' ? 'Upgrade' : 'Downgrade'} cluster ${cmd.clusterId} at ${cmd.clients.server} ${words.question}?`,
     ))
   ) {
@@ -118,6 +139,7 @@ export async function migrationCommand(cmd: MigrationCommand): Promise<Migration
     clusterId: cmd.clusterId,
     maxUnavailable: cmd.maxUnavailable,
     options: cmd.options,
+    approve: localApprover(cmd, out),
     ...(cmd.agentImage ? { agentImage: cmd.agentImage } : {}),
     ...printer,
   });

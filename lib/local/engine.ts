@@ -17,6 +17,8 @@ export interface LocalRunOptions {
   readonly workflow: RenderedWorkflow;
   /** The function each step's Task calls. */
   readonly handlers: Readonly<Record<StepId, StepHandler>>;
+  /** Tasks that run no step (the upgrade's approval gate), by state name: they get the Task's parameters. */
+  readonly taskHandlers?: Readonly<Record<string, StepHandler>>;
   readonly input: Record<string, unknown>;
   /** Replace retry intervals (ms) per state name, e.g. to test retries without waiting. */
   readonly retryIntervalOverrides?: Readonly<Record<string, number | number[]>>;
@@ -56,16 +58,29 @@ function stateMachineOf(workflow: RenderedWorkflow): StateMachine {
   return machine;
 }
 
+/**
+ * The context object's task token in-process: a Task that waits for a token (the approval gate) is answered
+ * by its local handler directly, so the token only has to be there.
+ */
+const LOCAL_TASK_TOKEN = 'local';
+
 export async function runLocally(opts: LocalRunOptions): Promise<LocalRunResult> {
   const taskResourceLocalHandlers: Record<string, (input: unknown) => Promise<unknown>> = {};
-  for (const [stateName, step] of opts.workflow.taskSteps) {
-    const handler = opts.handlers[step];
+  const byState: Array<[string, StepHandler]> = [
+    ...[...opts.workflow.taskSteps].map(([stateName, step]): [string, StepHandler] => [
+      stateName,
+      opts.handlers[step],
+    ]),
+    ...Object.entries(opts.taskHandlers ?? {}),
+  ];
+  for (const [stateName, handler] of byState) {
     // A Lambda gets its event as JSON and returns JSON: keep that boundary locally too.
     taskResourceLocalHandlers[stateName] = async (input) =>
       JSON.parse(JSON.stringify((await handler(JSON.parse(JSON.stringify(input)))) ?? null));
   }
   const machine = stateMachineOf(opts.workflow);
   const execution = machine.run(opts.input as never, {
+    context: { Task: { Token: LOCAL_TASK_TOKEN } },
     overrides: {
       taskResourceLocalHandlers: taskResourceLocalHandlers as never,
       ...(opts.retryIntervalOverrides

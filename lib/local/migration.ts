@@ -13,6 +13,7 @@ import type { StepContext } from '../steps/context.ts';
 import { runStep } from '../steps/index.ts';
 import { type UpgradeInput, UpgradeInputSchema } from '../steps/schemas.ts';
 import type { RunStore } from '../store/run-store.ts';
+import { type Approver, approvalGateHandlers } from './approval.ts';
 import { type LocalContextOptions, localContext } from './context.ts';
 import { type EventLog, type LocalRunResult, runLocally, type StepHandler } from './engine.ts';
 import { type RenderedWorkflow, renderDefinition } from './render.ts';
@@ -22,6 +23,8 @@ export interface MigrationRunOptions extends LocalContextOptions {
   readonly clusterId: string;
   readonly maxUnavailable?: number;
   readonly options?: UpgradeInput['options'];
+  /** Answers the upgrade's approval gate (`options.requireApproval`); without it such a run ends unchanged. */
+  readonly approve?: Approver;
   readonly onEvent?: (event: EventLog) => void;
   /** Retry pauses per state name in ms (tests); the definition's own intervals otherwise. */
   readonly retryIntervalOverrides?: Readonly<Record<string, number | number[]>>;
@@ -94,6 +97,7 @@ async function runMigrationLocally(
   const result = await runLocally({
     workflow: migrationWorkflow(kind),
     handlers: stepHandlers(ctx),
+    ...(kind === 'upgrade' ? { taskHandlers: approvalGateHandlers(opts.approve) } : {}),
     input,
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
     ...(opts.retryIntervalOverrides ? { retryIntervalOverrides: opts.retryIntervalOverrides } : {}),

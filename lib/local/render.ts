@@ -39,6 +39,18 @@ export function renderDefinition(build: DefinitionBuilder): RenderedWorkflow {
   });
   const machine = new sfn.StateMachine(stack, 'Machine', { definitionBody: body });
   const cfn = machine.node.defaultChild as sfn.CfnStateMachine;
-  const definition = JSON.parse(stack.resolve(cfn.definitionString) as string) as Record<string, unknown>;
+  const definition = JSON.parse(localText(stack.resolve(cfn.definitionString))) as Record<string, unknown>;
   return { definition, taskSteps };
+}
+
+/**
+ * The definition's text. Service integrations (the approval gate's SNS publish) name their resource with the
+ * partition, which CloudFormation fills in: locally it is `aws`.
+ */
+function localText(resolved: unknown): string {
+  if (typeof resolved === 'string') return resolved;
+  const { 'Fn::Join': join, Ref: ref } = resolved as { 'Fn::Join'?: [string, unknown[]]; Ref?: string };
+  if (join) return join[1].map(localText).join(join[0]);
+  if (ref === 'AWS::Partition') return 'aws';
+  throw new Error(`a locally rendered definition cannot hold ${JSON.stringify(resolved)}`);
 }

@@ -24,6 +24,11 @@ export const UpgradeOptionsSchema = z.object({
    * Default: on with more than one control-plane node where the version supports it (1.24+, GA).
    */
   leaderMigration: z.boolean().optional(),
+  /**
+   * Wait after preflight, before the first change, for an operator's answer (`ccm-migrate approve`; in local
+   * mode, asked at the terminal). Absent: false. Upgrades only.
+   */
+  requireApproval: z.boolean().optional(),
 });
 export type UpgradeOptions = z.infer<typeof UpgradeOptionsSchema>;
 
