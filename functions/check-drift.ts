@@ -1,3 +1,3 @@
-import { driftStepHandler } from '../lib/aws/drift-step-handler.ts';
+import { checkDriftHandler } from '../lib/aws/drift-step-handler.ts';
 
-export const handler = driftStepHandler('check-drift');
+export const handler = checkDriftHandler();

@@ -1,3 +1,4 @@
-import { driftStepHandler } from '../lib/aws/drift-step-handler.ts';
+import { fleetStepHandler } from '../lib/aws/fleet-step-handler.ts';
+import { ListClustersEventSchema, listClusters } from '../lib/drift/steps.ts';
 
-export const handler = driftStepHandler('list-clusters');
+export const handler = fleetStepHandler('list-clusters', ListClustersEventSchema, listClusters);

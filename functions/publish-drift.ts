@@ -1,3 +1,4 @@
-import { driftStepHandler } from '../lib/aws/drift-step-handler.ts';
+import { fleetStepHandler } from '../lib/aws/fleet-step-handler.ts';
+import { PublishDriftEventSchema, publishDrift } from '../lib/drift/steps.ts';
 
-export const handler = driftStepHandler('publish-drift');
+export const handler = fleetStepHandler('publish-drift', PublishDriftEventSchema, publishDrift);

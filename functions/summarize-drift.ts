@@ -1,3 +1,4 @@
-import { driftStepHandler } from '../lib/aws/drift-step-handler.ts';
+import { fleetStepHandler } from '../lib/aws/fleet-step-handler.ts';
+import { SummarizeDriftEventSchema, summarizeDrift } from '../lib/drift/steps.ts';
 
-export const handler = driftStepHandler('summarize-drift');
+export const handler = fleetStepHandler('summarize-drift', SummarizeDriftEventSchema, summarizeDrift);

@@ -1,26 +1,25 @@
 /**
- * A drift step's function: the event parsed and run through lib/steps/index.ts, exactly as the local engine
- * runs it, with the fleet's context (drift-context.ts). check-drift also counts each drifted cluster as a
- * metric, which the drift alarm watches (cdk/monitoring.ts).
+ * The check-drift function: the one drift step that reaches a cluster (drift-context.ts). It counts each
+ * drifted cluster as a metric, which the drift alarm watches (cdk/monitoring.ts). The other drift steps'
+ * functions are fleet-step-handler.ts's.
  */
-import type { DriftStepId } from '../../state-machines/steps.ts';
-import type { DriftSummary } from '../drift/summary.ts';
-import { runStep } from '../steps/index.ts';
-import { type DriftDeps, driftContext } from './drift-context.ts';
+import { CheckDriftEventSchema, checkClusterDrift } from '../drift/check-step.ts';
+import { parseInput } from '../store/run-record.ts';
+import { driftContext } from './drift-context.ts';
+import type { DriftDeps } from './fleet-context.ts';
 import { lambdaHandler } from './handler.ts';
 import { jsonLogger } from './logger.ts';
 import { METRICS } from './metrics.ts';
 
-export function driftStepHandler(id: DriftStepId, deps: DriftDeps = {}) {
+export function checkDriftHandler(deps: DriftDeps = {}) {
   const logger = deps.logger ?? jsonLogger();
   return lambdaHandler(
-    id,
+    'check-drift',
     async (event) => {
-      const result = await runStep(id, event, driftContext({ ...deps, logger }));
-      if (id === 'check-drift' && (result as DriftSummary).status === 'drifted') {
-        logger.count(METRICS.clustersDrifted, {});
-      }
-      return result;
+      const input = parseInput(CheckDriftEventSchema, event, 'event of step check-drift');
+      const summary = await checkClusterDrift(input, driftContext({ ...deps, logger }));
+      if (summary.status === 'drifted') logger.count(METRICS.clustersDrifted, {});
+      return summary;
     },
     logger,
   );

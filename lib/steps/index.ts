@@ -5,9 +5,8 @@
  */
 import type * as z from 'zod';
 import type { DriftStepId, StepId } from '../../state-machines/steps.ts';
+import { CheckDriftEventSchema, checkClusterDrift } from '../drift/check-step.ts';
 import {
-  CheckDriftEventSchema,
-  checkClusterDrift,
   type DriftStepContext,
   ListClustersEventSchema,
   listClusters,

@@ -1,5 +1,5 @@
 /**
- * The drift functions as Lambda runs them (driftStepHandler): the registry on a real DynamoDB (dynalite), the
+ * The drift functions as Lambda runs them (checkDriftHandler, fleetStepHandler): the registry on a real DynamoDB (dynalite), the
  * cluster a twin reached through its kubeconfig from a (mocked) Secrets Manager, events put on a (mocked)
  * EventBridge bus.
  */
@@ -8,9 +8,17 @@ import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
-import { driftStepHandler } from '../../lib/aws/drift-step-handler.ts';
+import { checkDriftHandler } from '../../lib/aws/drift-step-handler.ts';
+import type { DriftDeps } from '../../lib/aws/fleet-context.ts';
+import { fleetStepHandler } from '../../lib/aws/fleet-step-handler.ts';
 import { jsonLogger } from '../../lib/aws/logger.ts';
 import { remediationRequestId } from '../../lib/drift/events.ts';
+import {
+  ListClustersEventSchema,
+  listClusters,
+  PublishDriftEventSchema,
+  publishDrift,
+} from '../../lib/drift/steps.ts';
 import type { DriftSummary } from '../../lib/drift/summary.ts';
 import { type ClusterRecordInput, DynamoClusterRegistry } from '../../lib/store/registry.ts';
 import { type Dynalite, startDynalite } from '../store/dynalite.ts';
@@ -35,13 +43,18 @@ const record = (over: Partial<ClusterRecordInput> = {}): ClusterRecordInput => (
   policy: { maxUnavailable: 2, autoRollback: true },
   ...over,
 });
-const handler = (id: Parameters<typeof driftStepHandler>[0]) =>
-  driftStepHandler(id, {
-    registry: () => registry,
-    events: new EventBridgeClient({ region: 'eu-west-1' }),
-    env: { EVENT_BUS_NAME: BUS },
-    logger: jsonLogger((line) => logs.push(line)),
-  });
+const deps = (): DriftDeps => ({
+  registry: () => registry,
+  events: new EventBridgeClient({ region: 'eu-west-1' }),
+  env: { EVENT_BUS_NAME: BUS },
+  logger: jsonLogger((line) => logs.push(line)),
+});
+const HANDLERS = {
+  'check-drift': () => checkDriftHandler(deps()),
+  'list-clusters': () => fleetStepHandler('list-clusters', ListClustersEventSchema, listClusters, deps()),
+  'publish-drift': () => fleetStepHandler('publish-drift', PublishDriftEventSchema, publishDrift, deps()),
+};
+const handler = (id: keyof typeof HANDLERS) => HANDLERS[id]();
 const ctx = {} as never;
 
 beforeAll(async () => {

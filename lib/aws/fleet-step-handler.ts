@@ -1,0 +1,31 @@
+/**
+ * A drift step's function that never reaches a cluster (list-clusters, publish-drift, summarize-drift):
+ * its step is imported directly, not through lib/steps/index.ts, and its context has no cluster access, so
+ * that its bundle holds no Kubernetes client.
+ */
+import type * as z from 'zod';
+import type { DriftStepId } from '../../state-machines/steps.ts';
+import type { DriftStepContext } from '../drift/steps.ts';
+import { InvalidInputError } from '../errors.ts';
+import { parseInput } from '../store/run-record.ts';
+import { type DriftDeps, fleetContext } from './fleet-context.ts';
+import { lambdaHandler } from './handler.ts';
+import { jsonLogger } from './logger.ts';
+
+export function fleetStepHandler<S extends z.ZodType>(
+  id: Exclude<DriftStepId, 'check-drift'>,
+  schema: S,
+  run: (event: z.infer<S>, ctx: DriftStepContext) => Promise<unknown>,
+  deps: DriftDeps = {},
+) {
+  const logger = deps.logger ?? jsonLogger();
+  return lambdaHandler(
+    id,
+    async (event) =>
+      run(parseInput(schema, event, `event of step ${id}`), {
+        ...fleetContext({ ...deps, logger }),
+        clusterContext: () => Promise.reject(new InvalidInputError(`step ${id} reaches no cluster`)),
+      }),
+    logger,
+  );
+}

@@ -1,0 +1,41 @@
+/**
+ * What each function's bundle holds, built as the stack builds it (cdk/bundling.ts): a function that never
+ * talks to a cluster must not carry the Kubernetes client (≈ 2 MB with undici) into its cold start.
+ */
+import { build } from 'esbuild';
+import { describe, expect, it } from 'vitest';
+import { ESBUILD_SETTINGS, entryOf, FUNCTION_IDS, talksToCluster } from '../../cdk/bundling.ts';
+
+async function bundledPackages(id: (typeof FUNCTION_IDS)[number]): Promise<Set<string>> {
+  const result = await build({
+    entryPoints: [entryOf(id)],
+    bundle: true,
+    write: false,
+    outdir: 'out',
+    metafile: true,
+    logLevel: 'silent',
+    ...ESBUILD_SETTINGS,
+    sourcemap: false,
+    minify: false,
+    mainFields: [...ESBUILD_SETTINGS.mainFields],
+    banner: { js: ESBUILD_SETTINGS.banner },
+    external: [...ESBUILD_SETTINGS.external],
+  });
+  const packages = Object.keys(result.metafile.inputs).map(
+    (file) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1] ?? '(ours)',
+  );
+  return new Set(packages);
+}
+
+describe('function bundles', () => {
+  const storeOnly = FUNCTION_IDS.filter((id) => !talksToCluster(id));
+
+  it.each(storeOnly)('%s carries no Kubernetes client', async (id) => {
+    const packages = await bundledPackages(id);
+    expect([...packages].filter((p) => p === '@kubernetes/client-node' || p === 'undici')).toEqual([]);
+  });
+
+  it('a function that talks to the cluster does carry it (so the check above can fail)', async () => {
+    expect(await bundledPackages('check-drift')).toContain('@kubernetes/client-node');
+  });
+});
