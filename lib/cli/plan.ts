@@ -12,8 +12,7 @@ export function renderPlan(clusterId: string, server: string, plan: UpgradePlan)
     `  leader migration ${plan.leaderMigration.enabled ? 'on' : 'off'}: ${plan.leaderMigration.reason}`,
     '',
   ];
-  if (e.inTreeLeft.length === 0)
-    lines.push('the cluster is already external: an upgrade would only verify it', '');
+  lines.push(plan.action, '');
   lines.push(`node files (${plan.files.length} to change):`);
   for (const f of plan.files) lines.push(`--- ${f.node}:${f.path}`, f.diff.trimEnd(), '');
   lines.push(`objects (server-side apply, field manager ccm-migrate):`);

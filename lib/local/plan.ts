@@ -11,11 +11,16 @@ import { parseFlags } from '../controlplane/flags.ts';
 import { describeObject, FIELD_MANAGER } from '../kube/apply.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import { call, httpStatus } from '../kube/errors.ts';
+import { providerFacts } from '../providers/catalog.ts';
 import { ccmDeploymentRef, renderCcmObjects } from '../providers/render.ts';
 import { inTreeCloudConfigPath } from '../steps/ccm.ts';
 import { TO_EXTERNAL_KUBELET, TO_EXTERNAL_STATIC_PODS } from '../steps/edits.ts';
-import { decideLeaderMigration } from '../steps/leader-migration.ts';
-import { type ClusterExamination, examineCluster } from '../steps/preflight.ts';
+import {
+  type ClusterExamination,
+  examineCluster,
+  installNote,
+  leaderMigrationFor,
+} from '../steps/preflight.ts';
 import type { LeaderMigrationDecision, UpgradeOptions } from '../steps/schemas.ts';
 import { type LocalContextOptions, localContext } from './context.ts';
 import { newRunId } from './migration.ts';
@@ -34,6 +39,8 @@ export interface ObjectChange {
 
 export interface UpgradePlan {
   readonly examination: Omit<ClusterExamination, 'nodes' | 'files'>;
+  /** What the upgrade would do, in words: move off the in-tree provider, install the CCM, or only verify. */
+  readonly action: string;
   /** Whether the cloud controllers would be handed over under the leader-migration lease, and why. */
   readonly leaderMigration: LeaderMigrationDecision;
   readonly files: FileChange[];
@@ -104,10 +111,12 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
     }
   }
   const objects: ObjectChange[] = [];
-  // Once migrated, kube-controller-manager no longer names the file: the deployed CCM does.
+  // Once migrated, kube-controller-manager no longer names the file: the deployed CCM does. A provider
+  // never in-tree keeps it where the catalog says (preflight found it there).
   const cloudConfig =
     inTreeCloudConfigPath({ files: inspected }) ??
-    (await deployedCloudConfig(opts.clients, examination.provider));
+    (await deployedCloudConfig(opts.clients, examination.provider)) ??
+    providerFacts(examination.provider).cloudConfigHostPath;
   const rendered = renderCcmObjects({
     provider: examination.provider,
     kubernetesVersion: examination.kubernetesVersion,
@@ -116,10 +125,19 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
     ...(cloudConfig ? { cloudConfigHostPath: cloudConfig } : {}),
   }) as KubernetesObject[];
   for (const obj of rendered) objects.push(await objectChange(opts.clients, obj));
-  const leaderMigration = decideLeaderMigration(
+  const leaderMigration = leaderMigrationFor(
+    examination.provider,
     examination.kubernetesVersion,
     examination.controlPlaneNodes.length,
     opts.options.leaderMigration,
   );
-  return { examination, leaderMigration, files, objects };
+  return { examination, action: actionOf(examination), leaderMigration, files, objects };
+}
+
+function actionOf(e: Omit<ClusterExamination, 'nodes' | 'files'>): string {
+  const install = installNote(e);
+  if (install) return install;
+  if (e.inTreeLeft.length === 0) return 'the cluster is already external: an upgrade would only verify it';
+  const { displayName, inTreeName } = providerFacts(e.provider);
+  return `move the cloud controllers from the in-tree ${inTreeName} provider to the ${displayName} cloud-controller-manager`;
 }

@@ -77,6 +77,12 @@ export interface ProviderDetails {
    * absent: it can (AWS, GCP read the instance metadata).
    */
   readonly cloudConfigRequired?: boolean;
+  /**
+   * For a provider that never was in-tree (IBM): where its clusters keep the CCM's cloud config on every
+   * control-plane node. No kube-controller-manager `--cloud-config` names one there, so preflight requires
+   * the file at this path and the CCM mounts it from there, as it mounts an in-tree one.
+   */
+  readonly cloudConfigHostPath?: string;
   /** A per-node component that initialises nodes for the CCM (Azure's cloud-node-manager DaemonSet). */
   readonly nodeManager?: NodeManager;
   /** How the CCM takes node IPAM over from kube-controller-manager, for a provider whose CCM can. */
@@ -134,6 +140,14 @@ export function providerFacts(id: string): ProviderFacts {
     );
   }
   return knownFacts(id);
+}
+
+/**
+ * Whether the provider never had an in-tree provider (IBM): its clusters are external from birth, so an
+ * upgrade installs its CCM (nothing in-tree to move) and there is no downgrade target.
+ */
+export function neverInTree(id: ProviderId): boolean {
+  return IDENTITIES[id].inTreeName === undefined;
 }
 
 /** The minor (1.x) whose binaries no longer have the provider in-tree; undefined for IBM (never in-tree). */

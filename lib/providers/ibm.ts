@@ -1,8 +1,10 @@
 /**
  * The IBM Cloud cloud-controller-manager (IBM-Cloud/cloud-provider-ibm). IBM never had an in-tree
- * provider (KEP-671): ccm-migrate installs, verifies and drift-checks it, and has no in-tree target to go
- * back to. Sources: ../shared/reference/PROVIDER-FACTS.md §6 and ../shared/reference/upstream-manifests/
- * ibm/cloud-provider-ibm/docs/examples/ibm-cloud-controller-manager.yaml (568c208b).
+ * provider (KEP-671): ccm-migrate installs it on clusters external from birth (kubelets already
+ * `--cloud-provider=external`, nodes waiting uninitialised without a providerID, which the CCM finds by
+ * name), verifies and drift-checks it, and has no in-tree target to go back to. Sources:
+ * ../shared/reference/PROVIDER-FACTS.md §6 and ../shared/reference/upstream-manifests/ibm/cloud-provider-ibm/
+ * docs/examples/ibm-cloud-controller-manager.yaml (568c208b).
  */
 import type { ProviderDetails, ProviderInstance } from './catalog.ts';
 
@@ -36,6 +38,8 @@ export const IBM: ProviderDetails = {
   cloudConfigFile: 'ibm-cloud-config.ini',
   // Account and cluster ids are only there.
   cloudConfigRequired: true,
+  // The --cloud-config of IBM's example Deployment (docs/examples/ibm-cloud-controller-manager.yaml).
+  cloudConfigHostPath: '/etc/kubernetes/ibm-cloud-config.ini',
   csiDrivers: ['vpc.block.csi.ibm.io'],
   parseProviderID: parseIbmProviderID,
 };

@@ -53,7 +53,9 @@ async function currentState(
 
 /** The CCM's objects for this cluster, as the provider catalog renders them (with leader migration in phase 2). */
 export function renderCcm(snapshot: Snapshot, replicas: number, leaderMigration = false): KubernetesObject[] {
-  const cloudConfig = inTreeCloudConfigPath(snapshot);
+  // A provider never in-tree (IBM) has no --cloud-config to carry over: the catalog says where its file is.
+  const cloudConfig =
+    inTreeCloudConfigPath(snapshot) ?? providerFacts(snapshot.provider).cloudConfigHostPath;
   const objects = renderCcmObjects({
     provider: snapshot.provider,
     kubernetesVersion: snapshot.kubernetesVersion,

@@ -8,14 +8,23 @@ import type { FileReport } from '../agent/protocol.ts';
 import { AgentFailedError, PreflightFailedError } from '../errors.ts';
 import { call } from '../kube/errors.ts';
 import { waitFor } from '../kube/wait.ts';
-import { ccmImageFor, type ProviderId, providerFacts } from '../providers/catalog.ts';
+import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
+import { ccmImageFor, neverInTree, PROVIDERS, type ProviderId, providerFacts } from '../providers/catalog.ts';
 import { detectProvider, parseProviderID } from '../providers/provider-id.ts';
-import { type ClusterAccess, isControlPlane, isNodeReady, listNodes, nodeName } from './cluster.ts';
+import { inTreeCloudConfigPath } from './ccm.ts';
+import {
+  type ClusterAccess,
+  hasUninitializedTaint,
+  isControlPlane,
+  isNodeReady,
+  listNodes,
+  nodeName,
+} from './cluster.ts';
 import type { StepContext } from './context.ts';
 import { CONTROL_PLANE_MANIFESTS, KCM_MANIFEST } from './edits.ts';
 import { readClusterConfiguration } from './kubeadm-config.ts';
 import { decideLeaderMigration } from './leader-migration.ts';
-import type { PreflightResult, UpgradeOptions } from './schemas.ts';
+import type { LeaderMigrationDecision, PreflightResult, UpgradeOptions } from './schemas.ts';
 import { type NodeFacts, type Snapshot, SnapshotSchema, TOPOLOGY_LABELS } from './snapshot.ts';
 
 /** Agent Jobs started at once while inspecting: enough to be quick, few enough not to crowd a cluster. */
@@ -117,23 +126,112 @@ function chooseProvider(nodes: readonly V1Node[], files: Files, wanted: Provider
   }
   const provider = detected?.provider ?? wanted;
   if (!provider) {
+    // A cluster external from birth names no cloud anywhere: only the operator can.
+    const externalOnly = PROVIDERS.filter(neverInTree).map((p) => `--provider ${p}`);
     throw new PreflightFailedError(
-      'cannot tell the cluster’s provider from node providerIDs or flags: pass --provider',
+      `cannot tell the cluster’s provider: no node providerID and no in-tree --cloud-provider names one ccm-migrate knows. ` +
+        `Name it with --provider (${externalOnly.join(', ')} for a cluster external from birth; ccm-migrate knows ${PROVIDERS.join(', ')})`,
     );
   }
   return provider;
 }
 
-/** A CCM that cannot find a node's instance deletes the Node: every node must name an instance of the provider. */
-function checkNodeIdentity(nodes: readonly V1Node[], provider: ProviderId): void {
-  const unknown = nodes.filter((n) => parseProviderID(n.spec?.providerID ?? '')?.provider !== provider);
-  if (unknown.length > 0) {
+/**
+ * The nodes that wait for exactly the CCM the upgrade installs: on a cluster external from birth of a
+ * provider that never was in-tree (IBM), where no cloud controller ever ran, kubelets with
+ * --cloud-provider=external registered every node tainted uninitialized and without a providerID, and that
+ * CCM finds each by name. Anywhere else (an in-tree provider, a file still naming a cloud config, or any
+ * node with a providerID: some cloud controller has run) none does.
+ */
+function nodesAwaitingCcm(
+  nodes: readonly V1Node[],
+  provider: ProviderId,
+  inTreeLeft: readonly string[],
+): V1Node[] {
+  if (!neverInTree(provider) || inTreeLeft.length > 0 || nodes.some((n) => n.spec?.providerID)) return [];
+  return nodes.filter(hasUninitializedTaint);
+}
+
+/**
+ * A CCM that cannot find a node's instance deletes the Node (IBM's never does, but leaves it
+ * uninitialised): every node must name an instance of the provider, or wait for the CCM to be installed.
+ */
+function checkNodeIdentity(
+  nodes: readonly V1Node[],
+  provider: ProviderId,
+  awaiting: readonly V1Node[],
+): void {
+  const unknown = nodes.filter(
+    (n) => !awaiting.includes(n) && parseProviderID(n.spec?.providerID ?? '')?.provider !== provider,
+  );
+  if (unknown.length === 0) return;
+  const described = unknown.map((n) => {
+    const id = n.spec?.providerID;
+    if (id || !neverInTree(provider)) return `${nodeName(n)} (providerID ${id || 'missing'})`;
+    return nodes.some((m) => m.spec?.providerID)
+      ? `${nodeName(n)} (providerID missing, while other nodes have one)`
+      : `${nodeName(n)} (providerID missing, and no ${UNINITIALIZED_TAINT} taint: its kubelet does not wait for a cloud-controller-manager)`;
+  });
+  throw new PreflightFailedError(
+    neverInTree(provider)
+      ? `the ${provider} cloud-controller-manager would not initialise ${unknown.length} node(s): ${listOf(described)}`
+      : `the ${provider} cloud-controller-manager would not find the instance of ${unknown.length} node(s) and would delete them: ${listOf(described)}`,
+  );
+}
+
+/**
+ * Where the CCM of a provider never in-tree reads its cloud config (no kube-controller-manager
+ * --cloud-config names one): it must be on every control-plane node, where the CCM may run and mounts it.
+ * Checked through the node agent, before anything changes; only the file's presence is read.
+ */
+async function requireCloudConfigFile(
+  ctx: ExamineContext,
+  runId: string,
+  provider: ProviderId,
+  files: Files,
+  controlPlane: readonly string[],
+): Promise<void> {
+  const { cloudConfigHostPath: path, displayName } = providerFacts(provider);
+  if (path === undefined || inTreeCloudConfigPath({ files }) !== undefined) return;
+  const limit = pLimit(INSPECT_CONCURRENCY);
+  const missing = (
+    await Promise.all(
+      controlPlane.map((node) =>
+        limit(async () => {
+          const result = await ctx.agent(node, { op: 'inspect', runId, paths: [path] });
+          return result.files.some((f) => f.path === path && f.exists) ? [] : [node];
+        }),
+      ),
+    )
+  ).flat();
+  if (missing.length > 0) {
     throw new PreflightFailedError(
-      `the ${provider} cloud-controller-manager would not find the instance of ${unknown.length} node(s) and would delete them: ${listOf(
-        unknown.map((n) => `${nodeName(n)} (providerID ${n.spec?.providerID || 'missing'})`),
-      )}`,
+      `the ${displayName} cloud-controller-manager reads its cloud config from ${path} on the control-plane node it runs on, and ${listOf(missing)} ${missing.length === 1 ? 'has' : 'have'} none: put the cluster's cloud config there first`,
     );
   }
+}
+
+/**
+ * Whether the run hands the cloud controllers over under the leader-migration lease. A provider never in-tree
+ * has no kube-controller-manager running them: nothing to hand over (an explicit ask is refused).
+ */
+export function leaderMigrationFor(
+  provider: ProviderId,
+  kubernetesVersion: string,
+  controlPlaneNodes: number,
+  wanted: boolean | undefined,
+): LeaderMigrationDecision {
+  if (!neverInTree(provider)) return decideLeaderMigration(kubernetesVersion, controlPlaneNodes, wanted);
+  const { displayName } = providerFacts(provider);
+  if (wanted) {
+    throw new PreflightFailedError(
+      `leader migration hands the cloud controllers over from an in-tree kube-controller-manager, and ${displayName} never had an in-tree provider`,
+    );
+  }
+  return {
+    enabled: false,
+    reason: `${displayName} never had an in-tree provider: no kube-controller-manager runs cloud controllers to hand over`,
+  };
 }
 
 function clusterNameOf(files: Files, controlPlane: readonly string[]): string {
@@ -174,6 +272,11 @@ export interface ClusterExamination {
   /** Node files still on the in-tree provider, and files already external, as "node:path". */
   readonly inTreeLeft: string[];
   readonly externalAlready: string[];
+  /**
+   * Nodes that wait, uninitialised and without a providerID, for the CCM the upgrade installs (a cluster
+   * external from birth of a provider never in-tree); empty anywhere else.
+   */
+  readonly awaitingCcm: string[];
 }
 
 export type ExamineContext = Pick<StepContext, 'clients' | 'agent' | 'progress' | 'waitMs' | 'pollMs'>;
@@ -212,7 +315,10 @@ export async function examineCluster(
   const provider = chooseProvider(nodes, files, options.provider);
   const { inTreeName } = providerFacts(provider);
   const { image } = ccmImageFor(provider, version.gitVersion);
-  checkNodeIdentity(nodes, provider);
+  const left = inTreeLeft(files, inTreeName);
+  const awaiting = nodesAwaitingCcm(nodes, provider, left);
+  checkNodeIdentity(nodes, provider, awaiting);
+  await requireCloudConfigFile(ctx, runId, provider, files, controlPlaneNodes);
   return {
     kubernetesVersion: version.gitVersion,
     nodes,
@@ -222,9 +328,20 @@ export async function examineCluster(
     provider,
     ccmImage: image,
     clusterName: clusterNameOf(files, controlPlaneNodes),
-    inTreeLeft: inTreeLeft(files, inTreeName),
+    inTreeLeft: left,
     externalAlready: externalAlready(files),
+    awaitingCcm: awaiting.map(nodeName),
   };
+}
+
+/** What the run does on a cluster external from birth, in words (progress output, plan); undefined elsewhere. */
+export function installNote(exam: Pick<ClusterExamination, 'provider' | 'awaitingCcm'>): string | undefined {
+  if (exam.awaitingCcm.length === 0) return undefined;
+  const { displayName } = providerFacts(exam.provider);
+  return (
+    `${exam.awaitingCcm.length} node(s) wait uninitialised for the ${displayName} cloud-controller-manager: the upgrade installs it ` +
+    `(${displayName} never had an in-tree provider: nothing in-tree to move, no downgrade target)`
+  );
 }
 
 export async function preflight(
@@ -233,12 +350,15 @@ export async function preflight(
 ): Promise<PreflightResult> {
   const record = await ctx.store.begin({ clusterId: event.clusterId, runId: event.runId, kind: 'upgrade' });
   const exam = await examineCluster(ctx, event.runId, event.options);
-  const leaderMigration = decideLeaderMigration(
+  const leaderMigration = leaderMigrationFor(
+    exam.provider,
     exam.kubernetesVersion,
     exam.controlPlaneNodes.length,
     event.options.leaderMigration,
   );
   const left = exam.inTreeLeft;
+  // Nothing in-tree is left, but nodes wait for a CCM not installed yet: the run installs it.
+  const alreadyExternal = left.length === 0 && exam.awaitingCcm.length === 0;
   const external = exam.externalAlready;
   if (left.length > 0 && external.length > 0 && record.snapshot === undefined) {
     // Half-migrated: carry on only from a failed upgrade of ours, whose snapshot saw the cluster before it.
@@ -278,13 +398,18 @@ export async function preflight(
   SnapshotSchema.parse(await ctx.store.setSnapshotOnce(event.clusterId, event.runId, snapshot));
   ctx.progress({
     step: 'preflight',
-    message:
-      left.length === 0
-        ? 'already external: nothing to change'
-        : `${exam.provider} ${exam.kubernetesVersion}, ${exam.nodes.length} nodes; ${leaderMigration.reason}`,
+    message: alreadyExternal
+      ? 'already external: nothing to change'
+      : [
+          `${exam.provider} ${exam.kubernetesVersion}, ${exam.nodes.length} nodes`,
+          installNote(exam),
+          leaderMigration.reason,
+        ]
+          .filter(Boolean)
+          .join('; '),
   });
   return {
-    alreadyExternal: left.length === 0,
+    alreadyExternal,
     provider: exam.provider,
     kubernetesVersion: exam.kubernetesVersion,
     controlPlaneNodes: exam.controlPlaneNodes,

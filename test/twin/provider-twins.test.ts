@@ -2,7 +2,10 @@
  * The provider twins start as the clusters they stand for: every node Ready with the providerID its
  * in-tree provider gave it, and every control-plane component running with the in-tree flags (the twin
  * crash-loops a component whose cloud flags the version rejects, e.g. gce on 1.30 without the gates).
+ * The IBM twin, external from birth, starts as kubelets with --cloud-provider=external leave a cluster
+ * without a CCM: every node Ready, tainted uninitialized, without a providerID.
  */
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isNodeReady } from '../../lib/steps/cluster.ts';
@@ -179,8 +182,77 @@ describe('the Azure twin (kubeadm v1.29, in-tree azure)', () => {
   });
 });
 
+describe('the IBM twin (kubeadm v1.30, external from birth)', () => {
+  const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
+
+  it('starts with every node Ready, tainted uninitialized and without a providerID, and no cloud controller', async () => {
+    t = await startTestTwin(await spec('../fixtures/twins/ibm-mini.yaml'));
+    const nodes = (await t.core.listNode()).items;
+    expect(nodes.map((n) => n.metadata?.name).sort()).toEqual(['cp-1', 'cp-2', 'worker-1', 'worker-2']);
+    for (const node of nodes) {
+      const name = node.metadata?.name ?? '';
+      expect(isNodeReady(node), name).toBe(true);
+      expect(node.spec?.providerID, name).toBeUndefined();
+      expect(node.spec?.taints, name).toContainEqual({
+        key: UNINITIALIZED,
+        value: 'true',
+        effect: 'NoSchedule',
+      });
+      // Only what the kubelet itself knows: no zone, region or instance type before a CCM.
+      expect(node.metadata?.labels?.['topology.kubernetes.io/zone'], name).toBeUndefined();
+      expect(t.twin.nodes.kubelet(name).flags.get('cloud-provider'), name).toBe('external');
+    }
+    expect(t.twin.controllers.active()).toEqual([]);
+    expect(t.twin.controllers.uninitialisable(nodes.map((n) => n.metadata?.name ?? '')).sort()).toEqual([
+      'cp-1',
+      'cp-2',
+      'worker-1',
+      'worker-2',
+    ]);
+  });
+
+  it('runs kube-controller-manager external and kube-apiserver without any cloud flag', async () => {
+    t = await startTestTwin(await spec('../fixtures/twins/ibm-mini.yaml'));
+    for (const node of ['cp-1', 'cp-2']) {
+      const cloudFlags: Record<string, string[]> = {};
+      for (const component of ['kube-apiserver', 'kube-controller-manager']) {
+        const pod = await t.core.readNamespacedPod({
+          name: `${component}-${node}`,
+          namespace: 'kube-system',
+        });
+        expect(pod.status?.conditions, component).toContainEqual(
+          expect.objectContaining({ type: 'Ready', status: 'True' }),
+        );
+        cloudFlags[component] = (pod.spec?.containers[0]?.command ?? []).filter((a) =>
+          /^--(cloud-provider|cloud-config|feature-gates)=/.test(a),
+        );
+      }
+      expect(cloudFlags, node).toEqual({
+        'kube-apiserver': [],
+        'kube-controller-manager': ['--cloud-provider=external'],
+      });
+    }
+  });
+
+  it('keeps the CCM’s cloud config on control-plane nodes, naming the twin’s account and cluster, no key', async () => {
+    const example = await spec('../../assets/twins/ibm.yaml');
+    const config = example.nodeGroups.find((g) => g.role === 'control-plane')?.files[
+      '/etc/kubernetes/ibm-cloud-config.ini'
+    ];
+    const account = createHash('sha256').update(example.cloud.project).digest('hex').slice(0, 32);
+    expect(config).toMatch(new RegExp(`^accountID = ${account}$`, 'm'));
+    expect(config).toMatch(new RegExp(`^clusterID = ${example.name}$`, 'm'));
+    expect(config).toMatch(/^cluster-default-provider = g2$/m);
+    expect(config).not.toMatch(/api.?key\s*=/i);
+    for (const group of example.nodeGroups.filter((g) => g.role === 'worker')) {
+      expect(Object.keys(group.files)).not.toContain('/etc/kubernetes/ibm-cloud-config.ini');
+    }
+  });
+});
+
 describe.each([
   ['azure', '../../assets/twins/azure.yaml', '../fixtures/twins/azure-mini.yaml'],
+  ['ibm', '../../assets/twins/ibm.yaml', '../fixtures/twins/ibm-mini.yaml'],
   ['gcp', '../../assets/twins/gcp.yaml', '../fixtures/twins/gcp-mini.yaml'],
   ['vsphere', '../../assets/twins/vsphere.yaml', '../fixtures/twins/vsphere-mini.yaml'],
 ])('the %s test fixture', (_name, exampleFile, miniFile) => {
