@@ -4,8 +4,15 @@
  * the agent's own work); everything else is the real code path.
  */
 import { afterEach, expect, it, vi } from 'vitest';
-import { AGENT_NAME, AGENT_REQUEST_ENV } from '../../lib/agent/protocol.ts';
-import { type Harness, isReady, type Loose, miniSpec, startHarness, waitFor } from './nodes-harness.ts';
+import {
+  agentPod,
+  type Harness,
+  isReady,
+  type Loose,
+  miniSpec,
+  startHarness,
+  waitFor,
+} from './nodes-harness.ts';
 
 vi.mock('../../lib/agent/run.ts', async (importOriginal) => {
   const real = await importOriginal<typeof import('../../lib/agent/run.ts')>();
@@ -31,31 +38,14 @@ it('restarts the kubelet of the agent’s node after the agent pod finished', as
       finishedBeforeRestart.push((h?.pod('default', 'agent') as Loose)?.status?.phase === 'Succeeded');
     }
   });
-  h.store.create('pods', {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name: 'agent', namespace: 'default', labels: { 'app.kubernetes.io/name': AGENT_NAME } },
-    spec: {
-      nodeName: 'worker-1',
-      restartPolicy: 'Never',
-      containers: [
-        {
-          name: 'agent',
-          image: 'node:22-alpine',
-          env: [
-            {
-              name: AGENT_REQUEST_ENV,
-              value: JSON.stringify({
-                op: 'inspect',
-                runId: 'r',
-                paths: ['/var/lib/kubelet/kubeadm-flags.env'],
-              }),
-            },
-          ],
-        },
-      ],
-    },
-  });
+  h.store.create(
+    'pods',
+    agentPod('worker-1', 'default', {
+      op: 'inspect',
+      runId: 'r',
+      paths: ['/var/lib/kubelet/kubeadm-flags.env'],
+    }),
+  );
   await waitFor(() => h?.nodes.kubelet('worker-1').restarts === 1, 'the kubelet restart');
   expect(finishedBeforeRestart).toEqual([true]);
   const pod: Loose = h.pod('default', 'agent');

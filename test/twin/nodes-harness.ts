@@ -6,6 +6,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { AGENT_NAME, AGENT_REQUEST_ENV } from '../../lib/agent/protocol.ts';
 import { CloudModel } from '../../lib/twin/cloud/model.ts';
 import { hostPath, type TwinContext } from '../../lib/twin/context.ts';
 import { Faults } from '../../lib/twin/faults.ts';
@@ -123,3 +124,23 @@ export function isReady(obj: unknown): boolean {
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read deep status fields of plain objects
 export type Loose = any;
+
+/** A node agent pod as the agent Job's is (the label the twin runs in-process), with `request` in its env. */
+export function agentPod(node: string, namespace: string, request: unknown): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'agent', namespace, labels: { 'app.kubernetes.io/name': AGENT_NAME } },
+    spec: {
+      nodeName: node,
+      restartPolicy: 'Never',
+      containers: [
+        {
+          name: 'agent',
+          image: 'node:22-alpine',
+          env: [{ name: AGENT_REQUEST_ENV, value: JSON.stringify(request) }],
+        },
+      ],
+    },
+  };
+}

@@ -4,10 +4,10 @@
  */
 import { rename } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AGENT_NAME, AGENT_REQUEST_ENV } from '../../lib/agent/protocol.ts';
 import { TO_EXTERNAL_STATIC_PODS } from '../../lib/steps/edits.ts';
 import { hostPath } from '../../lib/twin/context.ts';
 import {
+  agentPod,
   condition,
   dropCloudFlags,
   type Harness,
@@ -117,27 +117,10 @@ describe('manifest changes', () => {
       await miniSpec({ overrides: { latencies: { ...spec.latencies, fileCheck: 60_000 } } }),
     );
     const before = mirror('kube-controller-manager');
-    h.store.create('pods', {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'agent', namespace: 'kube-system', labels: { 'app.kubernetes.io/name': AGENT_NAME } },
-      spec: {
-        nodeName: 'cp-1',
-        restartPolicy: 'Never',
-        containers: [
-          {
-            name: 'agent',
-            image: 'node:22-alpine',
-            env: [
-              {
-                name: AGENT_REQUEST_ENV,
-                value: JSON.stringify({ op: 'set-flags', runId: 'r', staticPods: TO_EXTERNAL_STATIC_PODS }),
-              },
-            ],
-          },
-        ],
-      },
-    });
+    h.store.create(
+      'pods',
+      agentPod('cp-1', 'kube-system', { op: 'set-flags', runId: 'r', staticPods: TO_EXTERNAL_STATIC_PODS }),
+    );
     const after = await waitFor(() => {
       const pod = mirror('kube-controller-manager');
       return pod && pod.metadata.uid !== before.metadata.uid && isReady(pod) && pod;
