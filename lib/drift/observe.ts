@@ -17,6 +17,7 @@ import type { ExamineContext } from '../steps/preflight.ts';
 
 export interface ClusterObservation {
   readonly kubernetesVersion: string;
+  /** Each node's name, creation time, providerID and taints: what the findings read (slimNode). */
   readonly nodes: readonly V1Node[];
   /** kube-apiserver and kube-controller-manager mirror pods (kubeadm labels them tier=control-plane). */
   readonly controlPlanePods: readonly V1Pod[];
@@ -27,6 +28,16 @@ export interface ClusterObservation {
   readonly agentJobs: readonly V1Job[];
   /** Deep only: each node's kubelet flag sources as the agent reads them. */
   readonly kubeletFiles?: Readonly<Record<string, readonly FileReport[]>>;
+}
+
+/** What drift reads of a node; the rest of each page is dropped as it comes in. */
+function slimNode(node: V1Node): V1Node {
+  const { name, creationTimestamp } = node.metadata ?? {};
+  const { providerID, taints } = node.spec ?? {};
+  return {
+    metadata: { ...(name ? { name } : {}), ...(creationTimestamp ? { creationTimestamp } : {}) },
+    spec: { ...(providerID ? { providerID } : {}), ...(taints ? { taints } : {}) },
+  };
 }
 
 async function orUndefined<T>(request: Promise<T>): Promise<T | undefined> {
@@ -51,7 +62,7 @@ export async function observeCluster(
   const [info, nodes, controlPlane, ccmPods, ccmDeployment, ccmLease, clusterConfiguration, jobs] =
     await Promise.all([
       call('read the version', () => version.getCode()),
-      listNodes(ctx),
+      listNodes(ctx, slimNode),
       call('list control-plane pods', () =>
         core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane' }),
       ),
