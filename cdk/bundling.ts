@@ -34,7 +34,14 @@ export function entryOf(id: FunctionId): string {
  */
 export const EXTERNAL_MODULES = ['@aws-sdk/*', 'esbuild'];
 
+/**
+ * The userland punycode for `require('punycode')` (the OpenAPI validators' idn-hostname format): bundled,
+ * the bare name would load Node's deprecated built-in and print DEP0040 on every cold start.
+ */
+export const ALIASES = { punycode: 'punycode/' } as const;
+
 export const ESBUILD_SETTINGS = {
+  alias: ALIASES,
   minify: true,
   sourcemap: true,
   format: 'esm',
@@ -55,6 +62,7 @@ export function bundlingFor(id: FunctionId): nodejs.BundlingOptions {
     mainFields: [...ESBUILD_SETTINGS.mainFields],
     banner: ESBUILD_SETTINGS.banner,
     externalModules: [...ESBUILD_SETTINGS.external],
+    esbuildArgs: Object.fromEntries(Object.entries(ALIASES).map(([from, to]) => [`--alias:${from}`, to])),
     ...(talksToCluster(id)
       ? {
           commandHooks: {

@@ -13,6 +13,7 @@ import { setFlags } from '../controlplane/flags.ts';
 import { InvalidInputError, UnsupportedProviderError } from '../errors.ts';
 import { parseInput } from '../store/run-record.ts';
 import { ccmImageFor, PROVIDERS, type ProviderFacts, providerFacts } from './catalog.ts';
+import { validateKubeObjects } from './validate.ts';
 
 export const MANAGED_BY_LABELS = { 'app.kubernetes.io/managed-by': 'ccm-migrate' } as const;
 
@@ -225,7 +226,8 @@ function imagesFor(facts: ProviderFacts, input: z.output<typeof RenderInputSchem
  * them), every one labelled app.kubernetes.io/managed-by=ccm-migrate. Bad input (an override of a
  * container that is not there, node IPAM for a provider whose CCM does not take it, no cloud config where
  * the CCM needs one) is InvalidInputError; an unknown provider, or a version without an image, is
- * UnsupportedProviderError. Both are thrown before anything is applied.
+ * UnsupportedProviderError; an object its kind's OpenAPI schema refuses is InvalidInputError too
+ * (validate.ts). All are thrown before anything is applied.
  */
 export function renderCcmObjects(input: RenderInput): KubeObject[] {
   const parsed = parseInput(RenderInputSchema, input, 'CCM render input');
@@ -251,7 +253,7 @@ export function renderCcmObjects(input: RenderInput): KubeObject[] {
     o.metadata.namespace === facts.namespace;
   const objects = manifest(facts);
   if (!objects.some(isCcm)) throw new Error(`${facts.manifest} has no Deployment ${facts.deploymentName}`);
-  return objects.flatMap((o) => {
+  const rendered = objects.flatMap((o) => {
     if (o.kind === 'DaemonSet') return [daemonSet(o, images)];
     if (!isCcm(o)) {
       const copy = structuredClone(o);
@@ -260,6 +262,8 @@ export function renderCcmObjects(input: RenderInput): KubeObject[] {
     const ccm = deployment(o, facts, parsed, cloudConfig, images);
     return cloudConfig === undefined ? [ccm] : [cloudConfigSecret(facts, cloudConfig), ccm];
   });
+  validateKubeObjects(rendered);
+  return rendered;
 }
 
 /** Where the provider's CCM Deployment is. */
