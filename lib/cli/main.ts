@@ -13,7 +13,8 @@ import { CcmMigrateError } from '../errors.ts';
 import { clientsFromKubeconfigFile } from '../kube/clients.ts';
 import type { MigrationKind } from '../local/migration.ts';
 import { PROVIDERS, type ProviderId } from '../providers/catalog.ts';
-import { ResourceName } from '../steps/schemas.ts';
+import { checkImageOverrides, type ImageOverrides } from '../providers/image-overrides.ts';
+import { ResourceName, type UpgradeOptions } from '../steps/schemas.ts';
 import { defaultStateDir, LocalRunStore } from '../store/local-store.ts';
 import { loadTwinSpec, TwinSpecError } from '../twin/spec.ts';
 import { TwinStartError } from '../twin/twin.ts';
@@ -22,6 +23,7 @@ import { awsMigrationCommand, awsStatusCommand } from './aws.ts';
 import { demo } from './demo.ts';
 import { driftCommand, fleetDriftCommand } from './drift.ts';
 import { CliError, EXIT, exitCodeForError } from './exit-codes.ts';
+import { imageOption } from './image-flag.ts';
 import { migrationCommand } from './migration.ts';
 import { planCommand } from './plan.ts';
 import { providerRows, renderProviders } from './providers.ts';
@@ -64,6 +66,8 @@ interface ClusterFlags {
   context?: string;
   provider?: ProviderId;
   agentImage?: string;
+  /** `--image`, on upgrade and plan only. */
+  image?: ImageOverrides;
 }
 
 function clusterCommand(program: Command, name: string, opts: { fleet?: boolean } = {}): Command {
@@ -128,11 +132,21 @@ function pollSeconds(value: string): number {
   return n;
 }
 
+/**
+ * --provider and --image as the run's options. With --provider the overrides are checked against its
+ * containers here; without, preflight checks them against the provider it detects.
+ */
+function targetOptions(o: ClusterFlags): UpgradeOptions {
+  if (o.provider) checkImageOverrides(o.provider, o.image);
+  return { ...(o.provider ? { provider: o.provider } : {}), ...(o.image ? { images: o.image } : {}) };
+}
+
 function clusterTarget(o: ClusterFlags) {
+  const options = targetOptions(o);
   return {
     clients: clientsFromKubeconfigFile(o.kubeconfig ?? defaultKubeconfig(), o.context),
     clusterId: o.clusterId,
-    options: o.provider ? { provider: o.provider } : {},
+    options,
     ...(o.agentImage ? { agentImage: o.agentImage } : {}),
   };
 }
@@ -161,7 +175,7 @@ export function buildProgram(): Command {
       await serveTwin({ ...o, spec: await loadTwinSpec(o.spec) });
     });
 
-  clusterCommand(program, 'plan')
+  imageOption(clusterCommand(program, 'plan'))
     .description(
       'Print exactly what an upgrade would change (a diff per node file and per object); change nothing.',
     )
@@ -170,7 +184,9 @@ export function buildProgram(): Command {
     });
 
   const migration = (kind: MigrationKind, description: string): void => {
-    awsOptions(clusterCommand(program, kind), kind)
+    const command = clusterCommand(program, kind);
+    // A downgrade renders the CCM with the images its upgrade recorded.
+    awsOptions(kind === 'upgrade' ? imageOption(command) : command, kind)
       .description(description)
       .option('--max-unavailable <n>', 'kubelets restarted at once', positiveInt, 1)
       .option(
@@ -207,7 +223,7 @@ export function buildProgram(): Command {
           }
           // Only a --no-leader-migration said out loud overrides the default decision of preflight.
           const options = {
-            ...(o.provider ? { provider: o.provider } : {}),
+            ...targetOptions(o),
             ...(o.leaderMigration === false ? { leaderMigration: false } : {}),
             ...(o.requireApproval ? { requireApproval: true } : {}),
           };

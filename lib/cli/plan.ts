@@ -1,6 +1,7 @@
 /** `ccm-migrate plan`: print what an upgrade would change (a diff per node file and per object). */
 import type { KubeClients } from '../kube/clients.ts';
 import { planUpgrade, type UpgradePlan } from '../local/plan.ts';
+import { describeImage } from '../providers/image-overrides.ts';
 import type { UpgradeOptions } from '../steps/schemas.ts';
 
 export function renderPlan(clusterId: string, server: string, plan: UpgradePlan): string {
@@ -8,7 +9,8 @@ export function renderPlan(clusterId: string, server: string, plan: UpgradePlan)
   const lines = [
     `plan for cluster ${clusterId} at ${server}`,
     `  Kubernetes ${e.kubernetesVersion}, provider ${e.provider}, --cluster-name ${e.clusterName}`,
-    `  CCM image ${e.ccmImage}; control plane ${e.controlPlaneNodes.join(', ')}; ${e.workerNodes.length} worker(s)`,
+    `  control plane ${e.controlPlaneNodes.join(', ')}; ${e.workerNodes.length} worker(s)`,
+    ...plan.images.map((i) => `  image ${describeImage(i)}`),
     `  leader migration ${plan.leaderMigration.enabled ? 'on' : 'off'}: ${plan.leaderMigration.reason}`,
     '',
   ];

@@ -12,6 +12,7 @@ import { describeObject, FIELD_MANAGER } from '../kube/apply.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import { call, httpStatus } from '../kube/errors.ts';
 import { providerFacts } from '../providers/catalog.ts';
+import { type ContainerImage, renderedImages } from '../providers/image-overrides.ts';
 import { ccmDeploymentRef, renderCcmObjects } from '../providers/render.ts';
 import { inTreeCloudConfigPath } from '../steps/ccm.ts';
 import { TO_EXTERNAL_KUBELET, TO_EXTERNAL_STATIC_PODS } from '../steps/edits.ts';
@@ -43,6 +44,8 @@ export interface UpgradePlan {
   readonly action: string;
   /** Whether the cloud controllers would be handed over under the leader-migration lease, and why. */
   readonly leaderMigration: LeaderMigrationDecision;
+  /** The image each CCM container would run: the catalog's, or the operator's override. */
+  readonly images: ContainerImage[];
   readonly files: FileChange[];
   readonly objects: ObjectChange[];
 }
@@ -123,6 +126,7 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
     clusterName: examination.clusterName,
     replicas: opts.options.ccmReplicas ?? Math.min(examination.controlPlaneNodes.length, 3),
     ...(cloudConfig ? { cloudConfigHostPath: cloudConfig } : {}),
+    ...(opts.options.images ? { images: opts.options.images } : {}),
   }) as KubernetesObject[];
   for (const obj of rendered) objects.push(await objectChange(opts.clients, obj));
   const leaderMigration = leaderMigrationFor(
@@ -131,7 +135,8 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
     examination.controlPlaneNodes.length,
     opts.options.leaderMigration,
   );
-  return { examination, action: actionOf(examination), leaderMigration, files, objects };
+  const images = renderedImages(rendered, opts.options.images);
+  return { examination, action: actionOf(examination), leaderMigration, images, files, objects };
 }
 
 function actionOf(e: Omit<ClusterExamination, 'nodes' | 'files'>): string {

@@ -10,6 +10,7 @@ import { applyObjects } from '../kube/apply.ts';
 import { call, httpStatus } from '../kube/errors.ts';
 import { waitFor } from '../kube/wait.ts';
 import { providerFacts } from '../providers/catalog.ts';
+import { describeImage, renderedImages } from '../providers/image-overrides.ts';
 import { renderCcmObjects } from '../providers/render.ts';
 import { commandLine, isPodReady, readMirrorPod } from './cluster.ts';
 import type { StepContext } from './context.ts';
@@ -51,17 +52,20 @@ async function currentState(
   }
 }
 
-/** The CCM's objects for this cluster, as the provider catalog renders them (with leader migration in phase 2). */
+/**
+ * The CCM's objects for this cluster, as the provider catalog renders them with the images the snapshot
+ * recorded (with leader migration in phase 2).
+ */
 export function renderCcm(snapshot: Snapshot, replicas: number, leaderMigration = false): KubernetesObject[] {
   // A provider never in-tree (IBM) has no --cloud-config to carry over: the catalog says where its file is.
-  const cloudConfig =
-    inTreeCloudConfigPath(snapshot) ?? providerFacts(snapshot.provider).cloudConfigHostPath;
+  const cloudConfig = inTreeCloudConfigPath(snapshot) ?? providerFacts(snapshot.provider).cloudConfigHostPath;
   const objects = renderCcmObjects({
     provider: snapshot.provider,
     kubernetesVersion: snapshot.kubernetesVersion,
     clusterName: snapshot.clusterName,
     replicas,
     ...(cloudConfig ? { cloudConfigHostPath: cloudConfig } : {}),
+    ...(snapshot.images ? { images: snapshot.images } : {}),
   }) as KubernetesObject[];
   return leaderMigration ? withLeaderMigration(objects, true) : objects;
 }
@@ -82,14 +86,13 @@ export async function stageCcm(event: RunIds, ctx: StepContext): Promise<{ chang
   // a CCM started beside in-tree kube-controller-managers: keep what it runs with.
   const current = await currentState(ctx, ccmDeploymentOf(renderCcm(snapshot, 0)));
   const replicas = current?.replicas ?? 0;
-  const applied = await applyObjects(
-    ctx.clients,
-    renderCcm(snapshot, replicas, current?.leaderMigration ?? false),
-  );
+  const objects = renderCcm(snapshot, replicas, current?.leaderMigration ?? false);
+  const applied = await applyObjects(ctx.clients, objects);
   const changed = applied.filter((a) => a.changed).length;
+  const images = renderedImages(objects, snapshot.images).map(describeImage).join(', ');
   ctx.progress({
     step: 'stage-ccm',
-    message: `${applied.length} objects applied, ${changed} changed, CCM at ${replicas} replicas`,
+    message: `${applied.length} objects applied, ${changed} changed, CCM at ${replicas} replicas; ${images}`,
   });
   return { changed };
 }

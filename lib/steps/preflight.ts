@@ -10,6 +10,7 @@ import { call } from '../kube/errors.ts';
 import { waitFor } from '../kube/wait.ts';
 import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
 import { ccmImageFor, neverInTree, PROVIDERS, type ProviderId, providerFacts } from '../providers/catalog.ts';
+import { checkImageOverrides, type ImageOverrides } from '../providers/image-overrides.ts';
 import { detectProvider, parseProviderID } from '../providers/provider-id.ts';
 import { inTreeCloudConfigPath } from './ccm.ts';
 import {
@@ -313,6 +314,7 @@ export async function examineCluster(
   const files = await inspectNodes(ctx, runId, nodes);
   refuseUnreadable(files, controlPlaneNodes);
   const provider = chooseProvider(nodes, files, options.provider);
+  checkImageOverrides(provider, options.images);
   const { inTreeName } = providerFacts(provider);
   const { image } = ccmImageFor(provider, version.gitVersion);
   const left = inTreeLeft(files, inTreeName);
@@ -342,6 +344,16 @@ export function installNote(exam: Pick<ClusterExamination, 'provider' | 'awaitin
     `${exam.awaitingCcm.length} node(s) wait uninitialised for the ${displayName} cloud-controller-manager: the upgrade installs it ` +
     `(${displayName} never had an in-tree provider: nothing in-tree to move, no downgrade target)`
   );
+}
+
+function sameImages(a: ImageOverrides | undefined, b: ImageOverrides | undefined): boolean {
+  const entries = (m: ImageOverrides | undefined) => JSON.stringify(Object.entries(m ?? {}).sort());
+  return entries(a) === entries(b);
+}
+
+function describeOverrides(images: ImageOverrides | undefined): string {
+  const entries = Object.entries(images ?? {});
+  return entries.length === 0 ? 'the catalog’s' : entries.map(([c, i]) => `${c}=${i}`).join(', ');
 }
 
 export async function preflight(
@@ -378,6 +390,7 @@ export async function preflight(
     provider: exam.provider,
     kubernetesVersion: exam.kubernetesVersion,
     ccmImage: exam.ccmImage,
+    ...(event.options.images ? { images: event.options.images } : {}),
     clusterName: exam.clusterName,
     ccmReplicas: event.options.ccmReplicas ?? Math.min(exam.controlPlaneNodes.length, 3),
     nodes: Object.fromEntries(exam.nodes.map((n) => [nodeName(n), factsOf(n)])),
@@ -395,7 +408,16 @@ export async function preflight(
   const clusterConfiguration = await readClusterConfiguration(ctx);
   if (clusterConfiguration !== undefined) snapshot.kubeadmClusterConfiguration = clusterConfiguration;
   // A resumed run keeps the snapshot of its first preflight: that one saw the cluster before any change.
-  SnapshotSchema.parse(await ctx.store.setSnapshotOnce(event.clusterId, event.runId, snapshot));
+  const recorded = SnapshotSchema.parse(
+    await ctx.store.setSnapshotOnce(event.clusterId, event.runId, snapshot),
+  );
+  if (!sameImages(recorded.images, snapshot.images)) {
+    // The CCM must render the same objects all run long (and on the way back): the first record wins.
+    ctx.progress({
+      step: 'preflight',
+      message: `the CCM keeps the images recorded before: ${describeOverrides(recorded.images)} (asked now: ${describeOverrides(snapshot.images)})`,
+    });
+  }
   ctx.progress({
     step: 'preflight',
     message: alreadyExternal

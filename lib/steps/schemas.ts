@@ -5,6 +5,7 @@
  */
 import * as z from 'zod';
 import { PROVIDERS } from '../providers/catalog.ts';
+import { ImageOverridesSchema } from '../providers/image-overrides.ts';
 
 /** A Kubernetes-style name: what clusterId and runId must be (they name Jobs, files and executions). */
 export const ResourceName = z
@@ -29,6 +30,12 @@ export const UpgradeOptionsSchema = z.object({
    * mode, asked at the terminal). Absent: false. Upgrades only.
    */
   requireApproval: z.boolean().optional(),
+  /**
+   * Images by CCM container name (`cloud-controller-manager`; Azure's `cloud-node-manager`) instead of the
+   * catalog's: a mirrored registry. Preflight records them in the snapshot, which every later render (and
+   * the way back) uses. Upgrades only: a downgrade renders the CCM as its upgrade recorded it.
+   */
+  images: ImageOverridesSchema.optional(),
 });
 export type UpgradeOptions = z.infer<typeof UpgradeOptionsSchema>;
 

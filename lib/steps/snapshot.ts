@@ -20,7 +20,14 @@ export const SnapshotSchema = z.object({
   takenAt: z.string(),
   provider: z.enum(PROVIDERS),
   kubernetesVersion: z.string(),
+  /** The catalog's CCM image for the cluster's minor. */
   ccmImage: z.string(),
+  /**
+   * The operator's image overrides by container (UpgradeOptions' `images`, checked when given): every
+   * render of the run's CCM objects uses them. Read back as recorded, so that a stricter check later
+   * never leaves a run without its way back.
+   */
+  images: z.record(z.string(), z.string()).optional(),
   /** KCM's --cluster-name: the CCM must use the same, or it orphans every cloud load balancer. */
   clusterName: z.string(),
   ccmReplicas: z.int(),
