@@ -79,23 +79,26 @@ export function minimumUpgradeRequests(snapshot: Snapshot): Term[] {
 
 const REQUEST_TARGET = 1.5;
 
-/** Per verb and in all: the run's requests, against 1.5× the minimum. */
+/**
+ * In all, against 1.5× the minimum (the target), and per verb with that verb's minimum beside it: a watch
+ * stands in for polls, so the verbs trade places and only the total is judged.
+ */
 export function requestRows(m: UpgradeMeasurement, label: string): BenchRow[] {
   const minimum: Record<string, number> = {};
   for (const t of minimumUpgradeRequests(m.snapshot)) minimum[t.verb] = (minimum[t.verb] ?? 0) + t.count;
   const verbs = [...new Set([...Object.keys(minimum), ...Object.keys(m.requests)])].sort();
-  const row = (name: string, value: number, min: number, note: string): BenchRow => ({
+  const row = (name: string, value: number, min: number, note: string, judged = false): BenchRow => ({
     name: `API requests per migration, ${label}: ${name}`,
     value,
     unit: 'req',
-    ...(min > 0 ? { target: REQUEST_TARGET * min, better: 'lower' as const } : {}),
+    ...(judged ? { target: REQUEST_TARGET * min, better: 'lower' as const } : {}),
     note,
   });
   const sum = (r: Record<string, number>): number => Object.values(r).reduce((a, b) => a + b, 0);
   const total = sum(m.requests);
   const least = sum(minimum);
   return [
-    row('all', total, least, `${(total / least).toFixed(2)}× the minimum ${least}; target 1.5× it`),
+    row('all', total, least, `${(total / least).toFixed(2)}× the minimum ${least}; target 1.5× it`, true),
     ...verbs.map((verb) => {
       const min = minimum[verb] ?? 0;
       const note =

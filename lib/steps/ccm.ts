@@ -8,7 +8,7 @@ import type { KubernetesObject, V1Deployment, V1Lease, V1Pod } from '@kubernetes
 import { parseFlags } from '../controlplane/flags.ts';
 import { applyObjects } from '../kube/apply.ts';
 import { call, httpStatus } from '../kube/errors.ts';
-import { waitFor } from '../kube/wait.ts';
+import { waitFor, wakeOnObject } from '../kube/wait.ts';
 import { providerFacts } from '../providers/catalog.ts';
 import { describeImage, renderedImages } from '../providers/image-overrides.ts';
 import { renderCcmObjects } from '../providers/render.ts';
@@ -210,10 +210,19 @@ async function runCcm(
   const fresh = await ccmLeaseUnheld(ctx, snapshot);
   const applied = await applyObjects(ctx.clients, renderCcm(snapshot, snapshot.ccmReplicas, leaderMigration));
   if (applied.some((a) => a.changed)) ctx.progress({ step: 'activate-ccm', message: started });
+  const { leaseName, namespace } = providerFacts(snapshot.provider);
   const leader = await waitFor(
     `the CCM to be Ready${leaderMigration ? ' under leader migration' : ''} and hold its lease`,
     renewingCcmLeader(ctx, snapshot, leaderMigration, fresh),
-    ctx,
+    // Taking or renewing the lease is the last thing a starting CCM does: a change there is worth a look.
+    {
+      ...ctx,
+      wakeOn: wakeOnObject(
+        ctx.clients,
+        `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`,
+        leaseName,
+      ),
+    },
   );
   ctx.progress({
     step: 'activate-ccm',
