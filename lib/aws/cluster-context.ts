@@ -9,6 +9,7 @@ import type { ExamineContext } from '../steps/preflight.ts';
 import { clusterClients, secretsClient } from './cluster-access.ts';
 import { DEFAULT_KUBECONFIG_SECRET_PREFIX, ENV } from './env.ts';
 import { jsonLogger } from './logger.ts';
+import { registryFromEnv } from './store.ts';
 import { type AwsDeps, depsStore, progressTo } from './store-context.ts';
 
 /** A step waits at most this long inside one invocation, then answers NotReadyYet. */
@@ -49,6 +50,15 @@ export async function examineContext(
   };
 }
 
+/**
+ * A migration step's context: the cluster reached through the secret its registry record names (a cluster
+ * started by CLI without a record: the `<prefix><clusterId>` convention), and the run store.
+ */
 export async function clusterContext(clusterId: string, deps: AwsDeps = {}): Promise<StepContext> {
-  return { ...(await examineContext(clusterId, deps)), store: depsStore(deps) };
+  const registry = deps.registry ? deps.registry() : registryFromEnv(deps.env);
+  const record = await registry.get(clusterId);
+  return {
+    ...(await examineContext(clusterId, deps, record?.kubeconfigSecretArn)),
+    store: depsStore(deps),
+  };
 }

@@ -5,13 +5,15 @@
 import { InvalidInputError } from '../errors.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import type { StepContext } from '../steps/context.ts';
+import type { ClusterRegistry } from '../store/registry.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { jsonLogger, type Logger } from './logger.ts';
 import { storeFromEnv } from './store.ts';
 
-/** What tests (and another deployment) may swap: where runs are stored, and where logs go. */
+/** What tests (and another deployment) may swap: where runs and clusters are kept, and where logs go. */
 export interface AwsDeps {
   readonly store?: () => RunStore;
+  readonly registry?: () => Pick<ClusterRegistry, 'get'>;
   readonly env?: NodeJS.ProcessEnv;
   readonly logger?: Logger;
 }

@@ -142,7 +142,11 @@ it('shows the kubeconfig in no step event, result, error, engine event, progress
 it("keeps it out of the Lambda handlers' log lines and errors, whatever the secret holds", async () => {
   const logs: string[] = [];
   const errors: string[] = [];
-  const deps = { store: () => e2e.store, logger: jsonLogger((line) => logs.push(line)) };
+  const deps = {
+    store: () => e2e.store,
+    registry: () => ({ get: async () => undefined }),
+    logger: jsonLogger((line) => logs.push(line)),
+  };
   const fails = async (promise: Promise<unknown>) => {
     const err = (await promise.then(
       () => undefined,

@@ -14,20 +14,27 @@ import { storeStepHandler } from '../../lib/aws/store-step-handler.ts';
 import { recordFailure } from '../../lib/steps/finalize.ts';
 import { FailureEventSchema } from '../../lib/steps/schemas.ts';
 import { LocalRunStore } from '../../lib/store/local-store.ts';
+import { LocalClusterRegistry } from '../../lib/store/registry.ts';
 import { FIXTURES, fixtureSpec, startTestTwin, type TestTwin } from '../twin/running-twin.ts';
 
 const secrets = mockClient(SecretsManagerClient);
 let twin: TestTwin;
 let dir: string;
 let store: LocalRunStore;
+let registry: LocalClusterRegistry;
 let kubeconfig: string;
 const logs: string[] = [];
-const deps = () => ({ store: () => store, logger: jsonLogger((line) => logs.push(line)) });
+const deps = () => ({
+  store: () => store,
+  registry: () => registry,
+  logger: jsonLogger((line) => logs.push(line)),
+});
 
 beforeAll(async () => {
   twin = await startTestTwin(await fixtureSpec(FIXTURES.awsMini));
   dir = await mkdtemp(path.join(os.tmpdir(), 'ccm-migrate-fn-'));
   store = new LocalRunStore(dir);
+  registry = new LocalClusterRegistry(dir);
   kubeconfig = await readFile(twin.twin.kubeconfigPath, 'utf8');
   secrets.on(GetSecretValueCommand).resolves({ SecretString: kubeconfig });
 });
@@ -54,6 +61,21 @@ it('runs preflight on the cluster of the secret named after the cluster id, and 
   expect((await store.current('mini'))?.runId).toBe('up-fn-1');
   // The result is the small summary the state payload carries: no credential of the kubeconfig in it.
   expect(JSON.stringify(result)).not.toContain('token');
+});
+
+it('reads the secret the registry record names when the cluster is registered', async () => {
+  const arn = 'arn:aws:secretsmanager:eu-west-1:111111111111:secret:ccm-migrate/clusters/team-a/mini2-AbCdEf';
+  await registry.put({
+    clusterId: 'mini2',
+    provider: 'aws',
+    distribution: 'kubeadm',
+    kubeconfigSecretArn: arn,
+    desiredMode: 'external',
+    policy: { maxUnavailable: 1, autoRollback: true },
+  });
+  secrets.resetHistory();
+  await clusterStepHandler('preflight', deps())({ clusterId: 'mini2', runId: 'up-fn-3', options: {} }, ctx);
+  expect(secrets.commandCalls(GetSecretValueCommand).map((c) => c.args[0].input.SecretId)).toEqual([arn]);
 });
 
 it('records the failure without cluster access, releasing the cluster', async () => {
