@@ -116,15 +116,20 @@ export async function removeHostFile(hostRoot: string, file: string): Promise<vo
 }
 
 /**
- * Replace a file atomically, keeping its mode (0600 for a new file, whose directory is created). The temp
+ * Replace a file atomically, keeping its mode (`newFileMode` for a new file, whose directory is created). The temp
  * file has a hidden name: the kubelet's static pod source skips dot files, so it never runs a half-written
  * manifest.
  */
-export async function writeAtomically(hostRoot: string, file: string, text: string): Promise<void> {
+export async function writeAtomically(
+  hostRoot: string,
+  file: string,
+  text: string,
+  newFileMode = 0o600,
+): Promise<void> {
   const target = onHost(hostRoot, file);
   const mode = await stat(target).then(
     (s) => s.mode & 0o777,
-    () => 0o600,
+    () => newFileMode,
   );
   await mkdir(path.dirname(target), { recursive: true });
   const temp = path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(4).toString('hex')}`);

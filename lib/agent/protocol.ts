@@ -77,11 +77,28 @@ export const RestoreRequestSchema = z.object({
   dryRun: z.boolean().default(false),
 });
 
+/**
+ * Write the external CCM's copy of an in-tree cloud config next to the original (which stays, for the way
+ * back), backed up as absent so that the run's restore removes it. A config that needs no translation is
+ * left alone and nothing is written. The answer names the credentials Secret the original refers to, never
+ * a line of either file.
+ */
+export const TranslateCloudConfigRequestSchema = z.object({
+  op: z.literal('translate-cloud-config'),
+  runId: RunId,
+  provider: z.literal('openstack'),
+  source: HostPath,
+  target: HostPath,
+  /** Report what the original names, write nothing. */
+  dryRun: z.boolean().default(false),
+});
+
 export const AgentRequestSchema = z.discriminatedUnion('op', [
   InspectRequestSchema,
   SetFlagsRequestSchema,
   RestartKubeletRequestSchema,
   RestoreRequestSchema,
+  TranslateCloudConfigRequestSchema,
 ]);
 export type AgentRequest = z.input<typeof AgentRequestSchema>;
 export type ParsedAgentRequest = z.infer<typeof AgentRequestSchema>;
@@ -112,6 +129,11 @@ export const AgentResultSchema = z.object({
   /** The agent asks the node to restart kubelet once it has exited. */
   restartKubelet: z.boolean().default(false),
   files: z.array(FileReportSchema).default([]),
+  /**
+   * translate-cloud-config: the Secret the in-tree config took its credentials from (names only); absent
+   * when it names none, and then no copy is needed.
+   */
+  credentialsSecret: z.object({ name: z.string(), namespace: z.string() }).optional(),
   error: z.string().optional(),
 });
 export type AgentResult = z.infer<typeof AgentResultSchema>;

@@ -8,6 +8,7 @@ import { failure } from './ops/report.ts';
 import { restartKubelet } from './ops/restart-kubelet.ts';
 import { restore } from './ops/restore.ts';
 import { setFlags } from './ops/set-flags.ts';
+import { translateCloudConfig } from './ops/translate-cloud-config.ts';
 import {
   AgentRequestSchema,
   type AgentResult,
@@ -91,6 +92,8 @@ async function dispatch(input: unknown, env: AgentEnvironment): Promise<AgentRes
         return restartKubelet();
       case 'restore':
         return await restore(request, env);
+      case 'translate-cloud-config':
+        return await translateCloudConfig(request, env);
     }
   } catch (err) {
     return failure(request.op, (err as Error).message);

@@ -47,7 +47,9 @@ export const OPENSTACK: ProviderDetails = {
   containerName: 'cloud-controller-manager',
   leaseName: 'cloud-controller-manager',
   manifest: 'openstack/cloud-controller-manager.yaml',
-  // Upstream keeps the whole file in a Secret (kube-system/cloud-config, key cloud.conf): so does render.
+  // Upstream keeps the whole file in a Secret (kube-system/cloud-config, key cloud.conf). A carried-over
+  // in-tree file is mounted from its node instead; one with the legacy [Global] secret-name is mounted as a
+  // translated copy beside the Secret it names (controlplane/openstack-cloud-config.ts).
   cloudConfigFile: 'cloud.conf',
   cloudConfigRequired: true,
   csiDrivers: ['cinder.csi.openstack.org', 'manila.csi.openstack.org'],

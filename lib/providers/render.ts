@@ -32,6 +32,7 @@ export const CLOUD_CONFIG_DIR = '/etc/kubernetes/cloud-config';
 /** Changes with the cloud config, so that a new config restarts the pods (a mounted Secret alone would not). */
 export const CLOUD_CONFIG_HASH_ANNOTATION = 'ccm-migrate/cloud-config-sha256';
 const CLOUD_CONFIG_VOLUME = 'cloud-config';
+const CREDENTIALS_VOLUME = 'cloud-credentials';
 
 export const KubeObjectSchema = z.looseObject({
   apiVersion: z.string().min(1),
@@ -62,6 +63,11 @@ export const RenderInputSchema = z.object({
    * the nodes they are on (no copy in etcd). Used as is: no format translation.
    */
   cloudConfigHostPath: z.string().startsWith('/').optional(),
+  /**
+   * A Secret of the CCM's namespace that the config at cloudConfigHostPath reads credentials from (an
+   * OpenStack clouds.yaml), mounted read-only where that config says: the credentials stay in their Secret.
+   */
+  credentialsSecret: z.object({ name: z.string().min(1), mountPath: z.string().startsWith('/') }).optional(),
   /**
    * Images by container name (`cloud-controller-manager`, `cloud-node-manager`) instead of the catalog's:
    * a mirrored registry in an air-gapped cluster.
@@ -180,6 +186,16 @@ function deployment(
       { name: CLOUD_CONFIG_VOLUME, hostPath: { path: input.cloudConfigHostPath, type: 'File' } },
     ];
   }
+  if (input.credentialsSecret !== undefined) {
+    ready.volumeMounts = [
+      ...(ready.volumeMounts ?? []),
+      { name: CREDENTIALS_VOLUME, mountPath: input.credentialsSecret.mountPath, readOnly: true },
+    ];
+    pod.volumes = [
+      ...(pod.volumes ?? []),
+      { name: CREDENTIALS_VOLUME, secret: { secretName: input.credentialsSecret.name } },
+    ];
+  }
   pod.containers = pod.containers.map((c) => (c === container ? ready : c));
   withImages(pod, images);
   return { ...d, metadata: withLabels(d.metadata, CCM_LABELS) };
@@ -240,6 +256,9 @@ export function renderCcmObjects(input: RenderInput): KubeObject[] {
     throw new InvalidInputError(
       `the ${facts.displayName} cloud-controller-manager needs the cluster's cloud config (${facts.cloudConfigFile}), and none was given`,
     );
+  }
+  if (parsed.credentialsSecret !== undefined && parsed.cloudConfigHostPath === undefined) {
+    throw new InvalidInputError('a credentials Secret is read through a cloud config given as a host path');
   }
   if (parsed.allocateNodeCidrs && !facts.nodeIpam) {
     throw new InvalidInputError(

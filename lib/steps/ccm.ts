@@ -6,6 +6,8 @@
  */
 import type { KubernetesObject, V1Deployment, V1Lease, V1Pod } from '@kubernetes/client-node';
 import { parseFlags } from '../controlplane/flags.ts';
+import { OPENSTACK_CREDENTIALS_DIR } from '../controlplane/openstack-cloud-config.ts';
+import { AgentFailedError } from '../errors.ts';
 import { applyObjects } from '../kube/apply.ts';
 import { call, httpStatus } from '../kube/errors.ts';
 import { waitFor, wakeOnObject } from '../kube/wait.ts';
@@ -57,20 +59,35 @@ async function currentState(
  * recorded (with leader migration in phase 2).
  */
 export function renderCcm(snapshot: Snapshot, replicas: number, leaderMigration = false): KubernetesObject[] {
+  const translation = snapshot.cloudConfigTranslation;
   // A provider never in-tree (IBM) has no --cloud-config to carry over: the catalog says where its file is.
-  const cloudConfig = inTreeCloudConfigPath(snapshot) ?? providerFacts(snapshot.provider).cloudConfigHostPath;
+  const cloudConfig =
+    translation?.target ??
+    inTreeCloudConfigPath(snapshot) ??
+    providerFacts(snapshot.provider).cloudConfigHostPath;
   const objects = renderCcmObjects({
     provider: snapshot.provider,
     kubernetesVersion: snapshot.kubernetesVersion,
     clusterName: snapshot.clusterName,
     replicas,
     ...(cloudConfig ? { cloudConfigHostPath: cloudConfig } : {}),
+    ...(translation
+      ? {
+          credentialsSecret: {
+            name: translation.credentialsSecret.name,
+            mountPath: OPENSTACK_CREDENTIALS_DIR,
+          },
+        }
+      : {}),
     ...(snapshot.images ? { images: snapshot.images } : {}),
   }) as KubernetesObject[];
   return leaderMigration ? withLeaderMigration(objects, true) : objects;
 }
 
-/** kube-controller-manager's --cloud-config before the migration: the CCM mounts that file from its node. */
+/**
+ * kube-controller-manager's --cloud-config before the migration: the CCM mounts that file from its node (or,
+ * when preflight recorded a translation, the copy written next to it).
+ */
 export function inTreeCloudConfigPath(snapshot: Pick<Snapshot, 'files'>): string | undefined {
   for (const reports of Object.values(snapshot.files)) {
     const kcm = reports.find((f) => f.path === KCM_MANIFEST);
@@ -80,8 +97,42 @@ export function inTreeCloudConfigPath(snapshot: Pick<Snapshot, 'files'>): string
   return undefined;
 }
 
+/**
+ * The CCM's copy of the in-tree cloud config on every control-plane node (where its pods may run and mount
+ * it), when preflight found one needed. The agent writes it (again, on a resumed run, only if it differs).
+ */
+async function writeTranslatedCloudConfig(
+  ctx: StepContext,
+  snapshot: Snapshot,
+  runId: string,
+): Promise<void> {
+  const translation = snapshot.cloudConfigTranslation;
+  if (translation === undefined) return;
+  for (const node of controlPlaneOf(snapshot)) {
+    const result = await ctx.agent(node, {
+      op: 'translate-cloud-config',
+      runId,
+      provider: 'openstack',
+      source: translation.source,
+      target: translation.target,
+    });
+    const { name, namespace } = translation.credentialsSecret;
+    if (result.credentialsSecret?.name !== name || result.credentialsSecret.namespace !== namespace) {
+      throw new AgentFailedError(
+        `${node}:${translation.source} no longer names the credentials Secret ${namespace}/${name} that preflight recorded`,
+      );
+    }
+    ctx.progress({
+      step: 'stage-ccm',
+      node,
+      message: `${translation.target} ${result.changed ? 'written' : 'already written'} for the CCM`,
+    });
+  }
+}
+
 export async function stageCcm(event: RunIds, ctx: StepContext): Promise<{ changed: number }> {
   const snapshot = await loadSnapshot(ctx, event);
+  await writeTranslatedCloudConfig(ctx, snapshot, event.runId);
   // Staging again (a resumed run) must not scale a started CCM back to zero, nor take leader migration off
   // a CCM started beside in-tree kube-controller-managers: keep what it runs with.
   const current = await currentState(ctx, ccmDeploymentOf(renderCcm(snapshot, 0)));

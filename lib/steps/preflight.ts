@@ -5,6 +5,7 @@
 import type { V1Node } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import type { FileReport } from '../agent/protocol.ts';
+import { translatedCloudConfigPath } from '../controlplane/openstack-cloud-config.ts';
 import { AgentFailedError, PreflightFailedError } from '../errors.ts';
 import { call } from '../kube/errors.ts';
 import { waitFor } from '../kube/wait.ts';
@@ -36,6 +37,9 @@ import { type NodeFacts, type Snapshot, SnapshotSchema, TOPOLOGY_LABELS } from '
 const INSPECT_CONCURRENCY = 50;
 
 type Files = Record<string, FileReport[]>;
+
+/** What a Secret (or namespace) may be named. */
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 function listOf(names: readonly string[], max = 10): string {
   return names.length <= max
@@ -217,6 +221,63 @@ async function requireCloudConfigFile(
 }
 
 /**
+ * Whether the in-tree cloud config needs a copy the CCM can read (OpenStack's `[Global] secret-name`,
+ * which OCCM ignores), asked of every control-plane node's agent in a dry run: the agents answer with the
+ * Secret's name only. The nodes must agree, and the Secret must be in the CCM's namespace, the only one
+ * whose Secrets its pods can mount. A config the agent cannot parse fails here, naming the file.
+ */
+async function planCloudConfigTranslation(
+  ctx: ExamineContext,
+  runId: string,
+  provider: ProviderId,
+  files: Files,
+  controlPlane: readonly string[],
+): Promise<Snapshot['cloudConfigTranslation']> {
+  const source = inTreeCloudConfigPath({ files });
+  if (provider !== 'openstack' || source === undefined) return undefined;
+  const target = translatedCloudConfigPath(source);
+  const limit = pLimit(INSPECT_CONCURRENCY);
+  const named = await Promise.all(
+    controlPlane.map((node) =>
+      limit(async () => {
+        const result = await ctx.agent(node, {
+          op: 'translate-cloud-config',
+          runId,
+          provider,
+          source,
+          target,
+          dryRun: true,
+        });
+        const secret = result.credentialsSecret;
+        return { node, secret, ref: secret && `${secret.namespace}/${secret.name}` };
+      }),
+    ),
+  );
+  if (new Set(named.map((n) => n.ref)).size > 1) {
+    const described = named.map((n) => `${n.node}: ${n.ref ?? 'none'}`);
+    throw new PreflightFailedError(
+      `the control-plane nodes' ${source} name different credentials Secrets ([Global] secret-name): ${listOf(described)}`,
+    );
+  }
+  const secret = named[0]?.secret;
+  if (secret === undefined) return undefined;
+  const { name, namespace } = secret;
+  const ref = `${namespace}/${name}`;
+  if (!DNS_SUBDOMAIN.test(name) || !DNS_SUBDOMAIN.test(namespace)) {
+    throw new PreflightFailedError(
+      `${source} names credentials Secret ${JSON.stringify(ref)} ([Global] secret-name/secret-namespace), which is no Kubernetes object name`,
+    );
+  }
+  const { namespace: ccmNamespace, displayName } = providerFacts(provider);
+  if (namespace !== ccmNamespace) {
+    throw new PreflightFailedError(
+      `${source} takes the ${displayName} credentials from Secret ${ref} ([Global] secret-namespace), and the cloud-controller-manager runs in ${ccmNamespace}, whose Secrets only it can mount: copy the Secret to ${ccmNamespace}/${name} and point secret-namespace at ${ccmNamespace} first`,
+    );
+  }
+  return { source, target, credentialsSecret: { name, namespace } };
+}
+
+/**
  * Whether the run hands the cloud controllers over under the leader-migration lease. A provider never in-tree
  * has no kube-controller-manager running them: nothing to hand over (an explicit ask is refused).
  */
@@ -282,6 +343,8 @@ export interface ClusterExamination {
    * external from birth of a provider never in-tree); empty anywhere else.
    */
   readonly awaitingCcm: string[];
+  /** The copy of the in-tree cloud config the CCM reads instead, when it needs one. */
+  readonly cloudConfigTranslation?: Snapshot['cloudConfigTranslation'];
 }
 
 export type ExamineContext = Pick<StepContext, 'clients' | 'agent' | 'progress' | 'waitMs' | 'pollMs'>;
@@ -325,7 +388,15 @@ export async function examineCluster(
   const awaiting = nodesAwaitingCcm(nodes, provider, left);
   checkNodeIdentity(nodes, provider, awaiting);
   await requireCloudConfigFile(ctx, runId, provider, files, controlPlaneNodes);
+  const cloudConfigTranslation = await planCloudConfigTranslation(
+    ctx,
+    runId,
+    provider,
+    files,
+    controlPlaneNodes,
+  );
   return {
+    ...(cloudConfigTranslation ? { cloudConfigTranslation } : {}),
     kubernetesVersion: version.gitVersion,
     nodes,
     controlPlaneNodes,
@@ -407,6 +478,7 @@ export async function preflight(
         ),
       ]),
     ),
+    ...(exam.cloudConfigTranslation ? { cloudConfigTranslation: exam.cloudConfigTranslation } : {}),
     loadBalancers: await loadBalancers(ctx),
   };
   const clusterConfiguration = await readClusterConfiguration(ctx);

@@ -135,10 +135,12 @@ export async function restoreControlPlaneNode(
   ctx: StepContext,
 ): Promise<{ changed: boolean }> {
   const snapshot = await loadSnapshot(ctx, event);
+  // The CCM's copy of the cloud config goes too (its backup is "absent"): the node's files end as before.
+  const copy = snapshot.cloudConfigTranslation?.target;
   const result = await ctx.agent(event.node, {
     op: 'restore',
     runId: event.sourceRunId,
-    paths: [...CONTROL_PLANE_MANIFESTS],
+    paths: [...CONTROL_PLANE_MANIFESTS, ...(copy ? [copy] : [])],
     skipMissing: true,
     staticPods: event.leaderMigration ? [...ENABLE_LEADER_MIGRATION_STATIC_PODS] : [],
   });

@@ -37,6 +37,18 @@ export const SnapshotSchema = z.object({
     z.string(),
     z.array(FileReportSchema.pick({ path: true, exists: true, sha256: true, kind: true, flags: true })),
   ),
+  /**
+   * The in-tree cloud config the CCM cannot read as it is (OpenStack's `[Global] secret-name`): the copy
+   * the run writes next to it on every control-plane node, which the CCM mounts with the credentials
+   * Secret (names only; the way back removes the copy).
+   */
+  cloudConfigTranslation: z
+    .object({
+      source: z.string(),
+      target: z.string(),
+      credentialsSecret: z.object({ name: z.string(), namespace: z.string() }),
+    })
+    .optional(),
   /** kubeadm's ClusterConfiguration as it was (no secrets: kubeadm keeps those out of it). */
   kubeadmClusterConfiguration: z.string().optional(),
   loadBalancers: z.array(z.object({ namespace: z.string(), name: z.string(), ingress: z.array(z.string()) })),

@@ -53,7 +53,10 @@ function unifiedDiff(path: string, before: string | undefined, after: string | u
   return patch.slice(patch.indexOf('--- '));
 }
 
-/** A file that changed (or, on a dry run, would). */
+/**
+ * A file that changed (or, on a dry run, would). Only a file the agent reads as a manifest or kubelet flags
+ * gets a diff: any other (a cloud config the run copied, and restore removes) can hold credentials.
+ */
 export function changeReport(
   path: string,
   before: string | undefined,
@@ -61,11 +64,12 @@ export function changeReport(
   backup?: string,
 ): FileReport {
   const changed = before !== after;
+  const diffable = describeFile(path, after ?? before).kind !== 'other';
   return {
     ...describeFile(path, after),
     changed,
     ...(changed && backup ? { backup } : {}),
-    ...(changed ? { diff: unifiedDiff(path, before, after) } : {}),
+    ...(changed && diffable ? { diff: unifiedDiff(path, before, after) } : {}),
   };
 }
 
