@@ -14,6 +14,7 @@ import { clientsFromKubeconfigFile } from '../kube/clients.ts';
 import type { MigrationKind } from '../local/migration.ts';
 import { PROVIDERS, type ProviderId } from '../providers/catalog.ts';
 import { checkImageOverrides, type ImageOverrides } from '../providers/image-overrides.ts';
+import { CCM_WORKLOADS, type CcmWorkload } from '../providers/render.ts';
 import { ResourceName, type UpgradeOptions } from '../steps/schemas.ts';
 import { defaultStateDir, LocalRunStore } from '../store/local-store.ts';
 import { loadTwinSpec, TwinSpecError } from '../twin/spec.ts';
@@ -68,6 +69,18 @@ interface ClusterFlags {
   agentImage?: string;
   /** `--image`, on upgrade and plan only. */
   image?: ImageOverrides;
+  /** `--ccm-workload`, on upgrade and plan only. */
+  ccmWorkload?: CcmWorkload;
+}
+
+/** `--ccm-workload`, on upgrade and plan: a downgrade removes the kind its upgrade recorded. */
+function ccmWorkloadOption(command: Command): Command {
+  return command.addOption(
+    new Option(
+      '--ccm-workload <kind>',
+      'run the CCM as a Deployment with leader election (default) or as a DaemonSet on every control-plane node, as upstream’s AWS and OpenStack manifests do',
+    ).choices(CCM_WORKLOADS),
+  );
 }
 
 function clusterCommand(program: Command, name: string, opts: { fleet?: boolean } = {}): Command {
@@ -133,12 +146,16 @@ function pollSeconds(value: string): number {
 }
 
 /**
- * --provider and --image as the run's options. With --provider the overrides are checked against its
- * containers here; without, preflight checks them against the provider it detects.
+ * --provider, --image and --ccm-workload as the run's options. With --provider the overrides are checked
+ * against its containers here; without, preflight checks them against the provider it detects.
  */
 function targetOptions(o: ClusterFlags): UpgradeOptions {
   if (o.provider) checkImageOverrides(o.provider, o.image);
-  return { ...(o.provider ? { provider: o.provider } : {}), ...(o.image ? { images: o.image } : {}) };
+  return {
+    ...(o.provider ? { provider: o.provider } : {}),
+    ...(o.image ? { images: o.image } : {}),
+    ...(o.ccmWorkload ? { ccmWorkload: o.ccmWorkload } : {}),
+  };
 }
 
 function clusterTarget(o: ClusterFlags) {
@@ -175,7 +192,7 @@ export function buildProgram(): Command {
       await serveTwin({ ...o, spec: await loadTwinSpec(o.spec) });
     });
 
-  imageOption(clusterCommand(program, 'plan'))
+  ccmWorkloadOption(imageOption(clusterCommand(program, 'plan')))
     .description(
       'Print exactly what an upgrade would change (a diff per node file and per object); change nothing.',
     )
@@ -185,8 +202,8 @@ export function buildProgram(): Command {
 
   const migration = (kind: MigrationKind, description: string): void => {
     const command = clusterCommand(program, kind);
-    // A downgrade renders the CCM with the images its upgrade recorded.
-    awsOptions(kind === 'upgrade' ? imageOption(command) : command, kind)
+    // A downgrade renders the CCM with the images and the workload kind its upgrade recorded.
+    awsOptions(kind === 'upgrade' ? ccmWorkloadOption(imageOption(command)) : command, kind)
       .description(description)
       .option('--max-unavailable <n>', 'kubelets restarted at once', positiveInt, 1)
       .option(

@@ -2,12 +2,13 @@
  * One cluster's drift check: observe (read-only), compare with the desired mode, report. Failing to
  * observe (unreachable, throttled, refused) is an `unknown` report, never clean or drifted.
  */
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import { kubernetesMinor } from '../controlplane/cloud-flag-rules.ts';
 import { parseFlags } from '../controlplane/flags.ts';
 import { clusterConfigurationArgs } from '../controlplane/kubeadm-config.ts';
 import { CcmMigrateError } from '../errors.ts';
 import { type ProviderFacts, providerFacts } from '../providers/catalog.ts';
+import { isStagedCcm } from '../providers/render.ts';
 import { commandLine, hasUninitializedTaint, isPodReady } from '../steps/cluster.ts';
 import type { ExamineContext } from '../steps/preflight.ts';
 import type { DesiredMode, DriftReport, Finding } from './findings.ts';
@@ -85,35 +86,68 @@ function controlPlaneFindings(
   });
 }
 
-function ccmFindings(o: ClusterObservation, facts: ProviderFacts, expect: DesiredMode): Finding[] {
-  const object = `Deployment ${facts.namespace}/${facts.deploymentName}`;
-  const d = o.ccmDeployment;
-  const replicas = d?.spec?.replicas ?? (d ? 1 : 0);
-  if (expect === 'in-tree') {
-    return d && replicas > 0
-      ? [
-          {
-            kind: 'ccm-present',
-            object,
-            expected: 'no CCM beside the in-tree controllers',
-            seen: `${replicas} replica(s)`,
-            severity: 'critical',
-          },
-        ]
-      : [];
+/** The CCM's workload as observed, whichever kind runs it: whether it asks for pods, in words. */
+interface ObservedCcm {
+  readonly object: string;
+  readonly running: boolean;
+  readonly seen: string;
+  readonly pod: V1PodSpec | undefined;
+}
+
+/** The observed CCM workloads, a running one first (a Deployment, or a DaemonSet not staged). */
+function observedCcms(o: ClusterObservation, facts: ProviderFacts): ObservedCcm[] {
+  const name = `${facts.namespace}/${facts.deploymentName}`;
+  const found: ObservedCcm[] = [];
+  if (o.ccmDeployment) {
+    const replicas = o.ccmDeployment.spec?.replicas ?? 1;
+    found.push({
+      object: `Deployment ${name}`,
+      running: !isStagedCcm('Deployment', { replicas }),
+      seen: `${replicas} replica(s)`,
+      pod: o.ccmDeployment.spec?.template.spec,
+    });
   }
-  if (!d)
+  if (o.ccmDaemonSet) {
+    const staged = isStagedCcm('DaemonSet', o.ccmDaemonSet.spec);
+    found.push({
+      object: `DaemonSet ${name}`,
+      running: !staged,
+      seen: staged ? 'staged on no node' : `${o.ccmDaemonSet.status?.desiredNumberScheduled ?? 0} node(s)`,
+      pod: o.ccmDaemonSet.spec?.template.spec,
+    });
+  }
+  return found.sort((a, b) => Number(b.running) - Number(a.running));
+}
+
+function ccmFindings(o: ClusterObservation, facts: ProviderFacts, expect: DesiredMode): Finding[] {
+  const ccms = observedCcms(o, facts);
+  if (expect === 'in-tree') {
+    return ccms
+      .filter((c) => c.running)
+      .map((c) => ({
+        kind: 'ccm-present' as const,
+        object: c.object,
+        expected: 'no CCM beside the in-tree controllers',
+        seen: c.seen,
+        severity: 'critical' as const,
+      }));
+  }
+  const d = ccms[0];
+  if (!d) {
+    const object = `Deployment ${facts.namespace}/${facts.deploymentName}`;
     return [
       { kind: 'ccm-missing', object, expected: 'the CCM deployed', seen: 'not found', severity: 'critical' },
     ];
+  }
+  const object = d.object;
   const ready = o.ccmPods.filter(isPodReady);
-  if (replicas === 0 || ready.length === 0) {
+  if (!d.running || ready.length === 0) {
     return [
       {
         kind: 'ccm-not-ready',
         object,
         expected: 'at least one Ready CCM pod',
-        seen: `${replicas} replica(s), ${ready.length} Ready`,
+        seen: `${d.seen}, ${ready.length} Ready`,
         severity: 'critical',
       },
     ];
@@ -129,7 +163,7 @@ function ccmFindings(o: ClusterObservation, facts: ProviderFacts, expect: Desire
       severity: 'critical',
     });
   }
-  const image = d.spec?.template.spec?.containers.find((c) => c.name === facts.containerName)?.image ?? '';
+  const image = d.pod?.containers.find((c) => c.name === facts.containerName)?.image ?? '';
   const tag = /:v?1\.(\d+)\./.exec(image);
   const clusterMinor = kubernetesMinor(o.kubernetesVersion);
   if (tag && (Number(tag[1]) > clusterMinor || Number(tag[1]) < clusterMinor - 1)) {

@@ -1,10 +1,11 @@
 /**
  * Observing a cluster for drift, read-only. Shallow: a fixed handful of list/get calls whatever the node
- * count (nodes in pages of 500, control-plane mirror pods and CCM pods by label, the CCM Deployment, its
- * Lease, kubeadm-config, agent Jobs). Deep: also every node's kubelet flag sources through the node agent
- * (an inspect Job per node, batched: that creates and deletes Jobs, the only writes a drift check makes).
+ * count (nodes in pages of 500, control-plane mirror pods and CCM pods by label, the CCM Deployment and
+ * DaemonSet (an upgrade runs either), its Lease, kubeadm-config, agent Jobs). Deep: also every node's
+ * kubelet flag sources through the node agent (an inspect Job per node, batched: that creates and deletes
+ * Jobs, the only writes a drift check makes).
  */
-import type { V1Deployment, V1Job, V1Lease, V1Node, V1Pod } from '@kubernetes/client-node';
+import type { V1DaemonSet, V1Deployment, V1Job, V1Lease, V1Node, V1Pod } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import type { FileReport } from '../agent/protocol.ts';
 import { AGENT_NAME } from '../agent/protocol.ts';
@@ -22,6 +23,8 @@ export interface ClusterObservation {
   /** kube-apiserver and kube-controller-manager mirror pods (kubeadm labels them tier=control-plane). */
   readonly controlPlanePods: readonly V1Pod[];
   readonly ccmDeployment?: V1Deployment;
+  /** The CCM when an upgrade ran it as a DaemonSet (same name as the Deployment). */
+  readonly ccmDaemonSet?: V1DaemonSet;
   readonly ccmPods: readonly V1Pod[];
   readonly ccmLease?: V1Lease;
   readonly clusterConfiguration?: string;
@@ -59,31 +62,43 @@ export async function observeCluster(
 ): Promise<ClusterObservation> {
   const { core, apps, batch, coordination, version } = ctx.clients;
   const ns = facts.namespace;
-  const [info, nodes, controlPlane, ccmPods, ccmDeployment, ccmLease, clusterConfiguration, jobs] =
-    await Promise.all([
-      call('read the version', () => version.getCode()),
-      listNodes(ctx, slimNode),
-      call('list control-plane pods', () =>
-        core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane' }),
+  const [
+    info,
+    nodes,
+    controlPlane,
+    ccmPods,
+    ccmDeployment,
+    ccmDaemonSet,
+    ccmLease,
+    clusterConfiguration,
+    jobs,
+  ] = await Promise.all([
+    call('read the version', () => version.getCode()),
+    listNodes(ctx, slimNode),
+    call('list control-plane pods', () =>
+      core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane' }),
+    ),
+    call('list CCM pods', () => core.listNamespacedPod({ namespace: ns, labelSelector: CCM_LABEL_SELECTOR })),
+    orUndefined(
+      call('read the CCM', () =>
+        apps.readNamespacedDeployment({ name: facts.deploymentName, namespace: ns }),
       ),
-      call('list CCM pods', () =>
-        core.listNamespacedPod({ namespace: ns, labelSelector: CCM_LABEL_SELECTOR }),
+    ),
+    orUndefined(
+      call('read the CCM DaemonSet', () =>
+        apps.readNamespacedDaemonSet({ name: facts.deploymentName, namespace: ns }),
       ),
-      orUndefined(
-        call('read the CCM', () =>
-          apps.readNamespacedDeployment({ name: facts.deploymentName, namespace: ns }),
-        ),
+    ),
+    orUndefined(
+      call('read the CCM lease', () =>
+        coordination.readNamespacedLease({ name: facts.leaseName, namespace: ns }),
       ),
-      orUndefined(
-        call('read the CCM lease', () =>
-          coordination.readNamespacedLease({ name: facts.leaseName, namespace: ns }),
-        ),
-      ),
-      readClusterConfiguration(ctx),
-      call('list agent Jobs', () =>
-        batch.listJobForAllNamespaces({ labelSelector: `app.kubernetes.io/name=${AGENT_NAME}` }),
-      ),
-    ]);
+    ),
+    readClusterConfiguration(ctx),
+    call('list agent Jobs', () =>
+      batch.listJobForAllNamespaces({ labelSelector: `app.kubernetes.io/name=${AGENT_NAME}` }),
+    ),
+  ]);
   let kubeletFiles: Record<string, FileReport[]> | undefined;
   if (opts.deep) {
     const limit = pLimit(DEEP_CONCURRENCY);
@@ -103,6 +118,7 @@ export async function observeCluster(
     nodes,
     controlPlanePods: controlPlane.items,
     ...(ccmDeployment ? { ccmDeployment } : {}),
+    ...(ccmDaemonSet ? { ccmDaemonSet } : {}),
     ccmPods: ccmPods.items,
     ...(ccmLease ? { ccmLease } : {}),
     ...(clusterConfiguration !== undefined ? { clusterConfiguration } : {}),

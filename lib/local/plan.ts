@@ -1,10 +1,15 @@
 /**
  * `ccm-migrate plan`: exactly what an upgrade would change, and no change. The node agent answers every
  * file edit as a dry run (a unified diff per file), and the CCM's objects go through a server-side apply
- * dry run (a diff per object against what the cluster holds). What it leaves behind: the agent's Jobs are
+ * dry run (a diff per object against what the cluster holds), as a Deployment or, when asked, a DaemonSet. What it leaves behind: the agent's Jobs are
  * deleted once read; the agent's code ConfigMap stays (inert, reused by the upgrade).
  */
-import { type KubernetesObject, PatchStrategy } from '@kubernetes/client-node';
+import {
+  type KubernetesObject,
+  PatchStrategy,
+  type V1DaemonSet,
+  type V1Deployment,
+} from '@kubernetes/client-node';
 import { createTwoFilesPatch } from 'diff';
 import { stringify } from 'yaml';
 import { parseFlags } from '../controlplane/flags.ts';
@@ -13,7 +18,7 @@ import type { KubeClients } from '../kube/clients.ts';
 import { call, httpStatus } from '../kube/errors.ts';
 import { providerFacts } from '../providers/catalog.ts';
 import { type ContainerImage, renderedImages } from '../providers/image-overrides.ts';
-import { ccmDeploymentRef, renderCcmObjects } from '../providers/render.ts';
+import { type CcmWorkload, ccmDeploymentRef, renderCcmObjects } from '../providers/render.ts';
 import { inTreeCloudConfigPath } from '../steps/ccm.ts';
 import { TO_EXTERNAL_KUBELET, TO_EXTERNAL_STATIC_PODS } from '../steps/edits.ts';
 import {
@@ -83,10 +88,17 @@ async function objectChange(clients: KubeClients, obj: KubernetesObject): Promis
   };
 }
 
-async function deployedCloudConfig(clients: KubeClients, provider: string): Promise<string | undefined> {
+async function deployedCloudConfig(
+  clients: KubeClients,
+  provider: string,
+  workload: CcmWorkload,
+): Promise<string | undefined> {
   const { namespace, name } = ccmDeploymentRef(provider);
-  const deployed = await call(`read deployment ${name}`, () =>
-    clients.apps.readNamespacedDeployment({ name, namespace }),
+  const kind = workload === 'daemonset' ? 'DaemonSet' : 'Deployment';
+  const ref = { apiVersion: 'apps/v1', kind, metadata: { name, namespace } };
+  const deployed = await call(
+    `read ${kind} ${name}`,
+    async () => (await clients.objects.read(ref)) as V1Deployment | V1DaemonSet,
   ).catch((err: unknown) => {
     if (httpStatus(err) === 404) return undefined;
     throw err;
@@ -114,11 +126,12 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
     }
   }
   const objects: ObjectChange[] = [];
+  const workload = opts.options.ccmWorkload ?? 'deployment';
   // Once migrated, kube-controller-manager no longer names the file: the deployed CCM does. A provider
   // never in-tree keeps it where the catalog says (preflight found it there).
   const cloudConfig =
     inTreeCloudConfigPath({ files: inspected }) ??
-    (await deployedCloudConfig(opts.clients, examination.provider)) ??
+    (await deployedCloudConfig(opts.clients, examination.provider, workload)) ??
     providerFacts(examination.provider).cloudConfigHostPath;
   const rendered = renderCcmObjects({
     provider: examination.provider,
@@ -127,6 +140,7 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
     replicas: opts.options.ccmReplicas ?? Math.min(examination.controlPlaneNodes.length, 3),
     ...(cloudConfig ? { cloudConfigHostPath: cloudConfig } : {}),
     ...(opts.options.images ? { images: opts.options.images } : {}),
+    workload,
   }) as KubernetesObject[];
   for (const obj of rendered) objects.push(await objectChange(opts.clients, obj));
   const leaderMigration = leaderMigrationFor(

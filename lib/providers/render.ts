@@ -34,6 +34,31 @@ export const CLOUD_CONFIG_HASH_ANNOTATION = 'ccm-migrate/cloud-config-sha256';
 const CLOUD_CONFIG_VOLUME = 'cloud-config';
 const CREDENTIALS_VOLUME = 'cloud-credentials';
 
+/**
+ * How the CCM runs: a Deployment with leader election (the default: staged at zero replicas), or on request
+ * a DaemonSet on every control-plane node, as upstream's AWS and OpenStack manifests run it.
+ */
+export const CCM_WORKLOADS = ['deployment', 'daemonset'] as const;
+export type CcmWorkload = (typeof CCM_WORKLOADS)[number];
+/**
+ * A node label no node carries: a DaemonSet has no replicas to scale to zero, so the staged (or stopped)
+ * one selects no node and runs nowhere.
+ */
+export const STAGED_NODE_SELECTOR = { 'ccm-migrate/staged': 'no-node' } as const;
+const [STAGED_KEY, STAGED_VALUE] = Object.entries(STAGED_NODE_SELECTOR)[0] as [string, string];
+
+/** The part of a CCM workload (Deployment or DaemonSet) that says whether it runs pods. */
+interface WorkloadSpec {
+  readonly replicas?: number;
+  readonly template?: { readonly spec?: { readonly nodeSelector?: Readonly<Record<string, string>> } };
+}
+
+/** Whether a CCM workload runs no pod on purpose: a Deployment at zero replicas, a DaemonSet staged. */
+export function isStagedCcm(kind: string | undefined, spec: WorkloadSpec | undefined): boolean {
+  if (kind === 'DaemonSet') return spec?.template?.spec?.nodeSelector?.[STAGED_KEY] === STAGED_VALUE;
+  return spec?.replicas === 0;
+}
+
 export const KubeObjectSchema = z.looseObject({
   apiVersion: z.string().min(1),
   kind: z.string().min(1),
@@ -54,7 +79,9 @@ export const RenderInputSchema = z.object({
    * balancers by it, so another name would orphan the existing ones.
    */
   clusterName: z.string().max(253).regex(/^\S+$/, 'a cluster name without spaces'),
+  /** A Deployment's replicas; a DaemonSet runs on every control-plane node, and at 0 on none (staged). */
   replicas: z.int().min(0),
+  workload: z.enum(CCM_WORKLOADS).default('deployment'),
   /** The in-tree cloud config file's text; absent or blank: the cluster has none (AWS then uses IMDS). */
   cloudConfig: z.string().optional(),
   /**
@@ -201,6 +228,32 @@ function deployment(
   return { ...d, metadata: withLabels(d.metadata, CCM_LABELS) };
 }
 
+/**
+ * The CCM Deployment as a DaemonSet: the same metadata and pod template (nodeSelector, tolerations,
+ * priority class, args), one pod per control-plane node instead of replicas, rolled one node at a time.
+ */
+function asDaemonSet(obj: KubeObject, staged: boolean): KubeObject {
+  const d = obj as unknown as V1Deployment & KubeObject;
+  const spec = d.spec as NonNullable<V1Deployment['spec']>;
+  const pod = structuredClone(spec.template.spec) as V1PodSpec;
+  // One pod per node by construction: the Deployment's anti-affinity has nothing left to spread.
+  const { podAntiAffinity: _oneByConstruction, ...affinity } = pod.affinity ?? {};
+  if (Object.keys(affinity).length > 0) pod.affinity = affinity;
+  else delete pod.affinity;
+  if (staged) pod.nodeSelector = { ...pod.nodeSelector, ...STAGED_NODE_SELECTOR };
+  const ds: V1DaemonSet = {
+    apiVersion: 'apps/v1',
+    kind: 'DaemonSet',
+    metadata: d.metadata,
+    spec: {
+      selector: spec.selector,
+      template: { ...spec.template, spec: pod },
+      updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } },
+    },
+  };
+  return ds as unknown as KubeObject;
+}
+
 /** A per-node DaemonSet (Azure's cloud-node-manager) with its images and ccm-migrate's label. */
 function daemonSet(obj: KubeObject, images: Readonly<Record<string, string>>): KubeObject {
   const ds = structuredClone(obj) as unknown as V1DaemonSet & KubeObject;
@@ -238,9 +291,9 @@ function imagesFor(facts: ProviderFacts, input: z.output<typeof RenderInputSchem
 }
 
 /**
- * The provider's CCM objects in apply order (RBAC and the config Secret before the Deployment that needs
- * them), every one labelled app.kubernetes.io/managed-by=ccm-migrate. Bad input (an override of a
- * container that is not there, node IPAM for a provider whose CCM does not take it, no cloud config where
+ * The provider's CCM objects in apply order (RBAC and the config Secret before the workload that needs
+ * them: a Deployment, or a DaemonSet when `workload` says so), every one labelled
+ * app.kubernetes.io/managed-by=ccm-migrate. Bad input (an override of a container that is not there, node IPAM for a provider whose CCM does not take it, no cloud config where
  * the CCM needs one) is InvalidInputError; an unknown provider, or a version without an image, is
  * UnsupportedProviderError; an object its kind's OpenAPI schema refuses is InvalidInputError too
  * (validate.ts). All are thrown before anything is applied.
@@ -278,14 +331,15 @@ export function renderCcmObjects(input: RenderInput): KubeObject[] {
       const copy = structuredClone(o);
       return [{ ...copy, metadata: withLabels(copy.metadata, MANAGED_BY_LABELS) }];
     }
-    const ccm = deployment(o, facts, parsed, cloudConfig, images);
+    const d = deployment(o, facts, parsed, cloudConfig, images);
+    const ccm = parsed.workload === 'daemonset' ? asDaemonSet(d, parsed.replicas === 0) : d;
     return cloudConfig === undefined ? [ccm] : [cloudConfigSecret(facts, cloudConfig), ccm];
   });
   validateKubeObjects(rendered);
   return rendered;
 }
 
-/** Where the provider's CCM Deployment is. */
+/** Where the provider's CCM workload is: its Deployment or DaemonSet has the same name. */
 export function ccmDeploymentRef(provider: string): { readonly namespace: string; readonly name: string } {
   const facts = providerFacts(provider);
   return { namespace: facts.namespace, name: facts.deploymentName };

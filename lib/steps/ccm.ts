@@ -1,10 +1,10 @@
 /**
- * Steps 2 and 4: the CCM is staged (every object applied, the workload at zero replicas) before the control
- * plane moves, and started only once no kube-controller-manager runs the in-tree cloud loops, so the cluster
- * never has two cloud controllers (ADR 0002). Both are server-side applies of the same rendered objects:
- * run twice, they change nothing.
+ * Steps 2 and 4: the CCM is staged (every object applied, the workload at zero replicas, or a DaemonSet
+ * selecting no node) before the control plane moves, and started only once no kube-controller-manager runs
+ * the in-tree cloud loops, so the cluster never has two cloud controllers (ADR 0002). Both are server-side
+ * applies of the same rendered objects: run twice, they change nothing.
  */
-import type { KubernetesObject, V1Deployment, V1Lease, V1Pod } from '@kubernetes/client-node';
+import type { KubernetesObject, V1DaemonSet, V1Deployment, V1Lease, V1Pod } from '@kubernetes/client-node';
 import { parseFlags } from '../controlplane/flags.ts';
 import { OPENSTACK_CREDENTIALS_DIR } from '../controlplane/openstack-cloud-config.ts';
 import { AgentFailedError } from '../errors.ts';
@@ -13,7 +13,7 @@ import { call, httpStatus } from '../kube/errors.ts';
 import { waitFor, wakeOnObject } from '../kube/wait.ts';
 import { providerFacts } from '../providers/catalog.ts';
 import { describeImage, renderedImages } from '../providers/image-overrides.ts';
-import { renderCcmObjects } from '../providers/render.ts';
+import { CCM_LABELS, isStagedCcm, renderCcmObjects } from '../providers/render.ts';
 import { commandLine, isPodReady, readMirrorPod } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import { KCM_MANIFEST, TO_EXTERNAL_KUBEADM } from './edits.ts';
@@ -23,30 +23,38 @@ import type { ActivateEvent, RunIds } from './schemas.ts';
 import type { Snapshot } from './snapshot.ts';
 import { loadSnapshot } from './snapshot-store.ts';
 
-function isDeployment(obj: KubernetesObject): obj is V1Deployment {
-  return obj.kind === 'Deployment';
+export type CcmWorkloadObject = V1Deployment | V1DaemonSet;
+
+/** The CCM's own workload among its rendered objects (not Azure's cloud-node-manager DaemonSet). */
+export function ccmWorkloadOf(objects: readonly KubernetesObject[]): CcmWorkloadObject {
+  const component = CCM_LABELS['app.kubernetes.io/component'];
+  const workload = objects.find(
+    (o) =>
+      (o.kind === 'Deployment' || o.kind === 'DaemonSet') &&
+      o.metadata?.labels?.['app.kubernetes.io/component'] === component,
+  );
+  if (!workload?.metadata?.name) throw new Error('the provider manifests have no CCM workload');
+  return workload as CcmWorkloadObject;
 }
 
-export function ccmDeploymentOf(objects: readonly KubernetesObject[]): V1Deployment {
-  const deployment = objects.find(isDeployment);
-  if (!deployment?.metadata?.name) throw new Error('the provider manifests have no Deployment');
-  return deployment;
-}
-
-/** What a deployed CCM runs with now: its replicas, and whether its pods use leader migration. */
+/**
+ * What a deployed CCM runs with now: its replicas (a started DaemonSet: the run's, as it renders them),
+ * and whether its pods use leader migration.
+ */
 async function currentState(
   ctx: StepContext,
-  d: V1Deployment,
+  snapshot: Snapshot,
+  workload: CcmWorkloadObject,
 ): Promise<{ replicas: number | undefined; leaderMigration: boolean } | undefined> {
-  const name = d.metadata?.name as string;
-  const namespace = d.metadata?.namespace ?? 'kube-system';
   try {
-    const existing = await call(`read deployment ${name}`, () =>
-      ctx.clients.apps.readNamespacedDeployment({ name, namespace }),
-    );
+    const existing = (await call(`read ${workload.kind} ${workload.metadata?.name}`, () =>
+      ctx.clients.objects.read(workload as never),
+    )) as CcmWorkloadObject;
+    const spec = existing.spec as (V1Deployment['spec'] & V1DaemonSet['spec']) | undefined;
+    const staged = isStagedCcm(workload.kind, spec);
     return {
-      replicas: existing.spec?.replicas,
-      leaderMigration: runsLeaderMigration({ spec: existing.spec?.template.spec } as V1Pod),
+      replicas: staged ? 0 : workload.kind === 'DaemonSet' ? snapshot.ccmReplicas : spec?.replicas,
+      leaderMigration: runsLeaderMigration({ spec: spec?.template.spec } as V1Pod),
     };
   } catch (err) {
     if (httpStatus(err) === 404) return undefined;
@@ -80,6 +88,7 @@ export function renderCcm(snapshot: Snapshot, replicas: number, leaderMigration 
         }
       : {}),
     ...(snapshot.images ? { images: snapshot.images } : {}),
+    ...(snapshot.ccmWorkload ? { workload: snapshot.ccmWorkload } : {}),
   }) as KubernetesObject[];
   return leaderMigration ? withLeaderMigration(objects, true) : objects;
 }
@@ -135,7 +144,7 @@ export async function stageCcm(event: RunIds, ctx: StepContext): Promise<{ chang
   await writeTranslatedCloudConfig(ctx, snapshot, event.runId);
   // Staging again (a resumed run) must not scale a started CCM back to zero, nor take leader migration off
   // a CCM started beside in-tree kube-controller-managers: keep what it runs with.
-  const current = await currentState(ctx, ccmDeploymentOf(renderCcm(snapshot, 0)));
+  const current = await currentState(ctx, snapshot, ccmWorkloadOf(renderCcm(snapshot, 0)));
   const replicas = current?.replicas ?? 0;
   const objects = renderCcm(snapshot, replicas, current?.leaderMigration ?? false);
   const applied = await applyObjects(ctx.clients, objects);
@@ -143,7 +152,7 @@ export async function stageCcm(event: RunIds, ctx: StepContext): Promise<{ chang
   const images = renderedImages(objects, snapshot.images).map(describeImage).join(', ');
   ctx.progress({
     step: 'stage-ccm',
-    message: `${applied.length} objects applied, ${changed} changed, CCM at ${replicas} replicas; ${images}`,
+    message: `${applied.length} objects applied, ${changed} changed, ${describeScale(snapshot, replicas)}; ${images}`,
   });
   return { changed };
 }
@@ -160,13 +169,13 @@ async function inTreeControllerManagers(ctx: StepContext, snapshot: Snapshot): P
   return still;
 }
 
-/** The pods of the CCM's Deployment (its selector), whatever their state. */
+/** The pods of the CCM's workload (its selector), whatever their state. */
 export async function ccmPods(ctx: StepContext, snapshot: Snapshot): Promise<V1Pod[]> {
-  const deployment = ccmDeploymentOf(renderCcm(snapshot, 0));
-  const selector = Object.entries(deployment.spec?.selector.matchLabels ?? {})
+  const workload = ccmWorkloadOf(renderCcm(snapshot, 0));
+  const selector = Object.entries(workload.spec?.selector.matchLabels ?? {})
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
-  const namespace = deployment.metadata?.namespace ?? 'kube-system';
+  const namespace = workload.metadata?.namespace ?? 'kube-system';
   const pods = await call('list CCM pods', () =>
     ctx.clients.core.listNamespacedPod({ namespace, labelSelector: selector }),
   );
@@ -218,6 +227,7 @@ function renewingCcmLeader(
 ): () => Promise<string | undefined> {
   let seen: { holder: string; renewTime: string } | undefined;
   return async () => {
+    if (snapshot.ccmWorkload === 'daemonset' && !(await daemonSetRolledOut(ctx, snapshot))) return undefined;
     const pods = await ccmPods(ctx, snapshot);
     if (pods.some((p) => runsLeaderMigration(p) !== leaderMigration)) return undefined;
     const { leader, holder, renewTime } = await ccmLeadership(ctx, snapshot, pods);
@@ -225,6 +235,24 @@ function renewingCcmLeader(
     seen = { holder, renewTime };
     return fresh || renewed ? leader : undefined;
   };
+}
+
+/**
+ * Whether the CCM's DaemonSet runs a Ready pod of its current template on every node it selects (every
+ * control-plane node), as `kubectl rollout status` reads it.
+ */
+async function daemonSetRolledOut(ctx: StepContext, snapshot: Snapshot): Promise<boolean> {
+  const workload = ccmWorkloadOf(renderCcm(snapshot, 0));
+  const ds = (await call('read the CCM DaemonSet', () =>
+    ctx.clients.objects.read(workload as never),
+  )) as V1DaemonSet;
+  const desired = ds.status?.desiredNumberScheduled ?? 0;
+  return (
+    (ds.status?.observedGeneration ?? 0) >= (ds.metadata?.generation ?? 1) &&
+    desired > 0 &&
+    ds.status?.numberReady === desired &&
+    ds.status?.updatedNumberScheduled === desired
+  );
 }
 
 /** Whether the CCM's lease has no holder yet (a first start, not a rollout or a resumed run). */
@@ -240,6 +268,19 @@ async function controllerManagersWithoutMigration(ctx: StepContext, snapshot: Sn
     if (!pod || !isPodReady(pod) || !runsLeaderMigration(pod)) without.push(node);
   }
   return without;
+}
+
+/** How the started CCM runs, for the progress output. */
+function ccmStarted(snapshot: Snapshot): string {
+  return snapshot.ccmWorkload === 'daemonset'
+    ? 'CCM DaemonSet started on every control-plane node'
+    : `CCM scaled to ${snapshot.ccmReplicas}`;
+}
+
+/** Where the staged CCM stands, for the progress output. */
+function describeScale(snapshot: Snapshot, replicas: number): string {
+  if (snapshot.ccmWorkload !== 'daemonset') return `CCM at ${replicas} replicas`;
+  return replicas === 0 ? 'CCM DaemonSet on no node' : ccmStarted(snapshot);
 }
 
 function controlPlaneOf(snapshot: Snapshot): string[] {
@@ -294,7 +335,7 @@ async function startCcmMigrating(event: ActivateEvent, ctx: StepContext): Promis
     async () => (await controllerManagersWithoutMigration(ctx, snapshot)).length === 0,
     ctx,
   );
-  return runCcm(ctx, snapshot, true, `CCM scaled to ${snapshot.ccmReplicas} with leader migration`);
+  return runCcm(ctx, snapshot, true, `${ccmStarted(snapshot)} with leader migration`);
 }
 
 /**
@@ -320,5 +361,5 @@ export async function activateCcm(event: ActivateEvent, ctx: StepContext): Promi
     ctx.progress({ step: 'activate-ccm', message: 'kubeadm-config ClusterConfiguration updated' });
   }
   // After leader migration this is its phase 4: the CCM rolls out without the flag.
-  return runCcm(ctx, snapshot, false, `CCM scaled to ${snapshot.ccmReplicas}`);
+  return runCcm(ctx, snapshot, false, ccmStarted(snapshot));
 }

@@ -15,7 +15,7 @@
  * The default configuration (since 1.22: the three controllers with component `*`) is all this needs, so no
  * LeaderMigrationConfiguration file is written.
  */
-import type { KubernetesObject, V1Deployment, V1Pod } from '@kubernetes/client-node';
+import type { KubernetesObject, V1DaemonSet, V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { kubernetesMinor } from '../controlplane/cloud-flag-rules.ts';
 import { booleanFlag, parseFlags, setFlags } from '../controlplane/flags.ts';
 import { PreflightFailedError } from '../errors.ts';
@@ -63,18 +63,21 @@ export function runsLeaderMigration(pod: V1Pod): boolean {
   return booleanFlag(parseFlags(commandLine(pod)), LEADER_MIGRATION_FLAG, false);
 }
 
-/** The CCM's objects with its container's --enable-leader-migration on (phase 2) or off (phase 4). */
+/**
+ * The CCM's objects with its container's --enable-leader-migration on (phase 2) or off (phase 4), whether it
+ * runs as a Deployment or a DaemonSet (another DaemonSet, Azure's cloud-node-manager, has no such container).
+ */
 export function withLeaderMigration(objects: KubernetesObject[], on: boolean): KubernetesObject[] {
   return objects.map((obj) => {
-    if (obj.kind !== 'Deployment') return obj;
-    const deployment = structuredClone(obj) as V1Deployment;
-    for (const container of deployment.spec?.template.spec?.containers ?? []) {
+    if (obj.kind !== 'Deployment' && obj.kind !== 'DaemonSet') return obj;
+    const workload = structuredClone(obj) as V1Deployment | V1DaemonSet;
+    for (const container of workload.spec?.template.spec?.containers ?? []) {
       if (container.name !== 'cloud-controller-manager') continue;
       container.args = setFlags(container.args ?? [], {
         [LEADER_MIGRATION_FLAG]: on ? 'true' : null,
         [LEADER_MIGRATION_CONFIG_FLAG]: null,
       });
     }
-    return deployment;
+    return workload;
   });
 }

@@ -468,6 +468,7 @@ export async function preflight(
     ...(event.options.images ? { images: event.options.images } : {}),
     clusterName: exam.clusterName,
     ccmReplicas: event.options.ccmReplicas ?? Math.min(exam.controlPlaneNodes.length, 3),
+    ccmWorkload: event.options.ccmWorkload ?? 'deployment',
     nodes: Object.fromEntries(exam.nodes.map((n) => [nodeName(n), factsOf(n)])),
     files: Object.fromEntries(
       Object.entries(exam.files).map(([node, reports]) => [
@@ -487,6 +488,12 @@ export async function preflight(
   const recorded = SnapshotSchema.parse(
     await ctx.store.setSnapshotOnce(event.clusterId, event.runId, snapshot),
   );
+  if ((recorded.ccmWorkload ?? 'deployment') !== snapshot.ccmWorkload) {
+    ctx.progress({
+      step: 'preflight',
+      message: `the CCM keeps the workload recorded before: a ${recorded.ccmWorkload ?? 'deployment'} (asked now: a ${snapshot.ccmWorkload})`,
+    });
+  }
   if (!sameImages(recorded.images, snapshot.images)) {
     // The CCM must render the same objects all run long (and on the way back): the first record wins.
     ctx.progress({

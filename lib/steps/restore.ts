@@ -20,7 +20,7 @@ import { applyObjects, describeObject } from '../kube/apply.ts';
 import { call, httpStatus } from '../kube/errors.ts';
 import { latest, waitFor } from '../kube/wait.ts';
 import { inTreeTarget, providerFacts } from '../providers/catalog.ts';
-import { ccmPods, renderCcm } from './ccm.ts';
+import { ccmPods, ccmWorkloadOf, renderCcm } from './ccm.ts';
 import {
   commandLine,
   hasUninitializedTaint,
@@ -106,12 +106,15 @@ export async function restoreKubelet(
   return { changed: result.changed };
 }
 
-/** Scale the CCM to zero and wait until none of its pods is left: from here no CCM runs the cloud loops. */
+/**
+ * Scale the CCM to zero (a DaemonSet: select no node) and wait until none of its pods is left: from here no
+ * CCM runs the cloud loops.
+ */
 export async function stopCcm(event: RestoreEvent, ctx: StepContext): Promise<{ changed: boolean }> {
   const snapshot = await loadSnapshot(ctx, event);
-  const deployment = renderCcm(snapshot, 0).find((o) => o.kind === 'Deployment') as KubernetesObject;
-  const exists = await call(`read ${describeObject(deployment)}`, () =>
-    ctx.clients.objects.read(deployment as never),
+  const workload = ccmWorkloadOf(renderCcm(snapshot, 0)) as KubernetesObject;
+  const exists = await call(`read ${describeObject(workload)}`, () =>
+    ctx.clients.objects.read(workload as never),
   ).then(
     () => true,
     (err: unknown) => {
@@ -119,7 +122,7 @@ export async function stopCcm(event: RestoreEvent, ctx: StepContext): Promise<{ 
       throw err;
     },
   );
-  const changed = exists && (await applyObjects(ctx.clients, [deployment])).some((a) => a.changed);
+  const changed = exists && (await applyObjects(ctx.clients, [workload])).some((a) => a.changed);
   await waitFor('every CCM pod to be gone', async () => (await ccmPods(ctx, snapshot)).length === 0, ctx);
   ctx.progress({ step: 'stop-ccm', message: exists ? 'CCM stopped' : 'no CCM deployed' });
   return { changed };

@@ -6,6 +6,7 @@
 import * as z from 'zod';
 import { PROVIDERS } from '../providers/catalog.ts';
 import { ImageOverridesSchema } from '../providers/image-overrides.ts';
+import { CCM_WORKLOADS } from '../providers/render.ts';
 
 /** A Kubernetes-style name: what clusterId and runId must be (they name Jobs, files and executions). */
 export const ResourceName = z
@@ -20,6 +21,12 @@ export const UpgradeOptionsSchema = z.object({
   provider: z.enum(PROVIDERS).optional(),
   /** Replicas of the CCM once started; by default one per control-plane node, at most 3. */
   ccmReplicas: z.int().min(1).max(5).optional(),
+  /**
+   * The CCM as a Deployment with leader election (default) or a DaemonSet on every control-plane node
+   * (upstream's AWS and OpenStack manifests); a DaemonSet ignores ccmReplicas. Recorded in the snapshot:
+   * a downgrade removes the kind its upgrade ran.
+   */
+  ccmWorkload: z.enum(CCM_WORKLOADS).optional(),
   /**
    * Hand the cloud controllers from kube-controller-manager to the CCM under the migration lease (KEP-2436).
    * Default: on with more than one control-plane node where the version supports it (1.24+, GA).

@@ -6,6 +6,7 @@
 import * as z from 'zod';
 import { FileReportSchema } from '../agent/protocol.ts';
 import { PROVIDERS } from '../providers/catalog.ts';
+import { CCM_WORKLOADS } from '../providers/render.ts';
 
 export const NodeFactsSchema = z.object({
   role: z.enum(['control-plane', 'worker']),
@@ -31,6 +32,11 @@ export const SnapshotSchema = z.object({
   /** KCM's --cluster-name: the CCM must use the same, or it orphans every cloud load balancer. */
   clusterName: z.string(),
   ccmReplicas: z.int(),
+  /**
+   * The kind of the CCM's workload (UpgradeOptions' `ccmWorkload`): every later step, and the way back,
+   * renders that kind. Absent (a snapshot from before the option): a Deployment.
+   */
+  ccmWorkload: z.enum(CCM_WORKLOADS).optional(),
   nodes: z.record(z.string(), NodeFactsSchema),
   /** Per node, the files the migration reads or changes. */
   files: z.record(

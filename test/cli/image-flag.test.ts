@@ -1,12 +1,3 @@
-/**
- * `--image <container>=<image>` on `upgrade` and `plan`: each value parsed as commander parses it, and the
- * command as a user runs it (the real parser, in process): a malformed value, an unknown container, an
- * image that does not parse, or a container the provider has not, is exit 2 with one clear line, before
- * anything is written; a good one shows in the plan.
- */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import {
   DescribeExecutionCommand,
   GetExecutionHistoryCommand,
@@ -16,13 +7,14 @@ import {
 } from '@aws-sdk/client-sfn';
 import { mockClient } from 'aws-sdk-client-mock';
 import { InvalidArgumentError } from 'commander';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { EXIT } from '../../lib/cli/exit-codes.ts';
 import { collectImage } from '../../lib/cli/image-flag.ts';
 import { main } from '../../lib/cli/main.ts';
 import { AGENT_CONFIGMAP } from '../../lib/kube/agent-job.ts';
 import { nodeFiles } from '../e2e/harness.ts';
 import { FIXTURES, fixtureTwins, type TestTwin } from '../twin/running-twin.ts';
+import { inProcessCli } from './in-process-cli.ts';
 
 const MIRROR = 'mirror.example.internal:5000/provider-aws/cloud-controller-manager:v1.26.6';
 const DIGEST = `mirror.example.internal/ccm@sha256:${'ab'.repeat(32)}`;
@@ -66,29 +58,7 @@ describe('collectImage (one --image value)', () => {
 });
 
 const twins = fixtureTwins();
-let dir: string;
-let out: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(os.tmpdir(), 'ccm-migrate-cli-image-'));
-  out = '';
-  const keep = (chunk: unknown): boolean => {
-    out += String(chunk);
-    return true;
-  };
-  vi.spyOn(process.stdout, 'write').mockImplementation(keep);
-  vi.spyOn(process.stderr, 'write').mockImplementation(keep);
-});
-afterEach(async () => {
-  vi.restoreAllMocks();
-  await rm(dir, { recursive: true, force: true });
-});
-
-/** `ccm-migrate <command> --cluster-id c1 --kubeconfig <the twin's> --state-dir <dir> …`, in process. */
-async function run(t: TestTwin, command: 'upgrade' | 'downgrade' | 'plan', ...extra: string[]) {
-  const stateDir = command === 'plan' ? [] : ['--state-dir', path.join(dir, 'state'), '--yes'];
-  const args = ['--cluster-id', 'c1', '--kubeconfig', t.twin.kubeconfigPath, ...stateDir, ...extra];
-  return main([command, ...args]);
-}
+const cli = inProcessCli('image');
 
 /** Nothing of ccm-migrate in the cluster: no agent code, no Job, no CCM. */
 async function expectUntouched(t: TestTwin): Promise<void> {
@@ -112,20 +82,15 @@ describe('ccm-migrate upgrade|plan --image, refused', () => {
     ['downgrade', ['--image', `cloud-controller-manager=${MIRROR}`], /unknown option '--image'/],
   ] as const)('%s %j: exit 2 before anything reaches the cluster', async (command, extra, message) => {
     const t = await twins(FIXTURES.awsMini);
-    const before = await nodeFiles(t);
-    expect(await run(t, command, ...extra)).toBe(EXIT.badInput);
-    expect(out).toMatch(message);
-    expect(out).not.toMatch(/\n\s+at /);
-    expect(await nodeFiles(t)).toEqual(before);
-    expect(await readdir(dir)).toEqual([]);
+    await cli.refused(t, command, extra, message);
     await expectUntouched(t);
   });
 
   it('refuses in preflight, exit 2 and no file or object changed, a container the detected provider has not', async () => {
     const t = await twins(FIXTURES.awsMini);
     const before = await nodeFiles(t);
-    expect(await run(t, 'upgrade', '--image', `cloud-node-manager=${MIRROR}`)).toBe(EXIT.badInput);
-    expect(out).toContain(
+    expect(await cli.run(t, 'upgrade', '--image', `cloud-node-manager=${MIRROR}`)).toBe(EXIT.badInput);
+    expect(cli.out).toContain(
       'InvalidInput: an image override names "cloud-node-manager", which the AWS cloud-controller-manager does not have',
     );
     expect(await nodeFiles(t)).toEqual(before);
@@ -137,9 +102,9 @@ describe('ccm-migrate upgrade|plan --image, refused', () => {
 describe('ccm-migrate plan --image', () => {
   it('shows the image each CCM container would run, the override marked', async () => {
     const t = await twins(FIXTURES.awsMini);
-    expect(await run(t, 'plan', '--image', `cloud-controller-manager=${MIRROR}`)).toBe(EXIT.ok);
-    expect(out).toContain(`  image cloud-controller-manager ${MIRROR} (override)\n`);
-    expect(out).toContain('nothing was changed.');
+    expect(await cli.run(t, 'plan', '--image', `cloud-controller-manager=${MIRROR}`)).toBe(EXIT.ok);
+    expect(cli.out).toContain(`  image cloud-controller-manager ${MIRROR} (override)\n`);
+    expect(cli.out).toContain('nothing was changed.');
   });
 });
 
@@ -166,7 +131,7 @@ describe('ccm-migrate upgrade --aws --image', () => {
 
   it('starts nothing for a bad one (exit 2)', async () => {
     expect(await upgrade('--image', 'cloud-controller-manager=mirror.io/ccm')).toBe(EXIT.badInput);
-    expect(out).toContain('names no tag or digest');
+    expect(cli.out).toContain('names no tag or digest');
     expect(sfn.commandCalls(StartExecutionCommand)).toEqual([]);
   });
 });

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { checkDrift } from '../../lib/drift/check.ts';
 import type { Finding } from '../../lib/drift/findings.ts';
 import { localContext } from '../../lib/local/context.ts';
-import { type E2E, startE2E } from '../e2e/harness.ts';
+import { ccmPodsGone, type E2E, startE2E } from '../e2e/harness.ts';
 import { eventually, FIXTURES, fixtureSpec, isReady } from '../twin/running-twin.ts';
 
 const KAS = '/etc/kubernetes/manifests/kube-apiserver.yaml';
@@ -97,15 +97,7 @@ describe('drift checks on the AWS twin', () => {
     });
     const externalFlags = await run.t.readFile('worker-1', KUBELET_FLAGS);
     await run.t.twin.nodes.join('worker', { files: { [KUBELET_FLAGS]: externalFlags } });
-    await eventually(
-      async () =>
-        (
-          await run.t.core.listNamespacedPod({
-            namespace: 'kube-system',
-            labelSelector: 'app.kubernetes.io/component=cloud-controller-manager',
-          })
-        ).items.length === 0,
-    );
+    await ccmPodsGone(run.t);
     expect(kinds((await drift(run)).findings)).toEqual([
       'ccm-not-ready Deployment kube-system/aws-cloud-controller-manager',
       'node-stuck-uninitialized Node worker-3',

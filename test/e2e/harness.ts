@@ -16,7 +16,7 @@ import { LocalRunStore } from '../../lib/store/local-store.ts';
 import type { TwinSpec } from '../../lib/twin/spec.ts';
 import { DOWNGRADE_STATES } from '../../state-machines/downgrade.ts';
 import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
-import { startTestTwin, type TestTwin } from '../twin/running-twin.ts';
+import { eventually, startTestTwin, type TestTwin } from '../twin/running-twin.ts';
 
 export interface E2E {
   readonly t: TestTwin;
@@ -74,4 +74,18 @@ export async function nodeFiles(t: TestTwin): Promise<Map<string, string>> {
   };
   await walk(root);
   return out;
+}
+
+/** Wait until no CCM pod is left on the twin (scaled to zero, staged on no node, or deleted). */
+export async function ccmPodsGone(t: TestTwin): Promise<void> {
+  await eventually(
+    async () =>
+      (
+        await t.core.listNamespacedPod({
+          namespace: 'kube-system',
+          labelSelector: 'app.kubernetes.io/component=cloud-controller-manager',
+        })
+      ).items.length === 0,
+    { what: 'no CCM pod left' },
+  );
 }

@@ -7,10 +7,13 @@ import {
   CCM_LABEL_SELECTOR,
   CCM_LABELS,
   ccmDeploymentRef,
+  isStagedCcm,
   type KubeObject,
   type RenderInput,
   renderCcmObjects,
+  STAGED_NODE_SELECTOR,
 } from '../../lib/providers/render.ts';
+import { withLeaderMigration } from '../../lib/steps/leader-migration.ts';
 
 const BASE: RenderInput = {
   provider: 'aws',
@@ -295,3 +298,101 @@ describe('renderCcmObjects (every provider)', () => {
     );
   });
 });
+
+describe('renderCcmObjects as a DaemonSet (workload: daemonset)', () => {
+  const CONFIG = '[Global]\nauth-url = https://keystone.example:5000/v3\n';
+  const PROVIDER_INPUTS: [string, RenderInput][] = (
+    [
+      ['aws', 'v1.26.15'],
+      ['azure', 'v1.29.4'],
+      ['gcp', 'v1.30.4'],
+      ['vsphere', 'v1.29.4'],
+      ['openstack', 'v1.25.16'],
+      ['ibm', 'v1.31.2'],
+    ] as const
+  ).map(([provider, kubernetesVersion]) => [
+    provider,
+    { ...BASE, provider, kubernetesVersion, cloudConfig: CONFIG },
+  ]);
+  const daemonSetOf = (objects: KubeObject[]) =>
+    objects.find(
+      (o) => o.kind === 'DaemonSet' && o.metadata.labels?.['app.kubernetes.io/component'],
+    ) as unknown as V1DaemonSet;
+
+  it.each(PROVIDER_INPUTS)(
+    'runs %s’s CCM pod template as the Deployment’s, one pod per control-plane node',
+    (_, input) => {
+      const deployment = deploymentOf(renderCcmObjects(input));
+      const objects = renderCcmObjects({ ...input, workload: 'daemonset' });
+      expect(objects.some((o) => o.kind === 'Deployment')).toBe(false);
+      const ds = daemonSetOf(objects);
+      expect(ds.metadata).toEqual(deployment.metadata);
+      expect(ds.apiVersion).toBe('apps/v1');
+      expect(ds.spec?.selector).toEqual(deployment.spec?.selector);
+      expect(ds.spec?.updateStrategy).toEqual({
+        type: 'RollingUpdate',
+        rollingUpdate: { maxUnavailable: 1 },
+      });
+      expect(ds.spec).not.toHaveProperty('replicas');
+      const { affinity, ...pod } = deployment.spec?.template.spec ?? { containers: [] };
+      const { podAntiAffinity, ...rest } = affinity ?? {};
+      expect(podAntiAffinity).toBeDefined();
+      // nodeSelector, tolerations, priority class, args, volumes: all the Deployment's.
+      expect(ds.spec?.template.spec).toEqual({
+        ...pod,
+        ...(Object.keys(rest).length > 0 ? { affinity: rest } : {}),
+      });
+      expect(ds.spec?.template.spec?.priorityClassName).toBe('system-cluster-critical');
+      expect(ds.spec?.template.spec?.nodeSelector).toEqual({ 'node-role.kubernetes.io/control-plane': '' });
+      expect(ds.spec?.template.metadata).toEqual(deployment.spec?.template.metadata);
+      // The other objects are the same either way.
+      const others = (list: KubeObject[]) => list.filter((o) => o.metadata.name !== ds.metadata?.name);
+      expect(others(objects)).toEqual(others(renderCcmObjects(input)));
+    },
+  );
+
+  it('stages the DaemonSet on no node (it has no replicas to scale to zero)', () => {
+    const staged = daemonSetOf(renderCcmObjects({ ...BASE, replicas: 0, workload: 'daemonset' }));
+    const started = daemonSetOf(renderCcmObjects({ ...BASE, workload: 'daemonset' }));
+    expect(staged.spec?.template.spec?.nodeSelector).toEqual({
+      'node-role.kubernetes.io/control-plane': '',
+      ...STAGED_NODE_SELECTOR,
+    });
+    expect(isStagedCcm('DaemonSet', staged.spec)).toBe(true);
+    expect(isStagedCcm('DaemonSet', started.spec)).toBe(false);
+    // Replicas mean nothing to a started DaemonSet.
+    expect(renderCcmObjects({ ...BASE, replicas: 3, workload: 'daemonset' })).toEqual(
+      renderCcmObjects({ ...BASE, replicas: 1, workload: 'daemonset' }),
+    );
+    expect(isStagedCcm('Deployment', deploymentOf(renderCcmObjects({ ...BASE, replicas: 0 })).spec)).toBe(
+      true,
+    );
+    expect(isStagedCcm('Deployment', deploymentOf(renderCcmObjects(BASE)).spec)).toBe(false);
+  });
+
+  it('keeps the default a Deployment', () => {
+    expect(renderCcmObjects({ ...BASE, workload: 'deployment' })).toEqual(renderCcmObjects(BASE));
+    expect(() => renderCcmObjects({ ...BASE, workload: 'statefulset' as never })).toThrow(InvalidInputError);
+  });
+
+  it('puts leader migration on the CCM DaemonSet’s container only, not on Azure’s cloud-node-manager', () => {
+    const objects = renderCcmObjects({
+      provider: 'azure',
+      kubernetesVersion: 'v1.29.4',
+      clusterName: 'c',
+      replicas: 1,
+      cloudConfigHostPath: '/etc/kubernetes/azure.json',
+      workload: 'daemonset',
+    });
+    const on = withLeaderMigration(objects as never, true) as unknown as KubeObject[];
+    expect(containerOfDaemonSet(daemonSetOf(on))?.args).toContain('--enable-leader-migration=true');
+    const nodeManager = (list: KubeObject[]) => list.find((o) => o.metadata.name === 'cloud-node-manager');
+    expect(nodeManager(on)).toEqual(nodeManager(objects));
+    const off = withLeaderMigration(on as never, false) as unknown as KubeObject[];
+    expect(off).toEqual(objects);
+  });
+});
+
+function containerOfDaemonSet(ds: V1DaemonSet) {
+  return ds.spec?.template.spec?.containers.find((c) => c.name === 'cloud-controller-manager');
+}

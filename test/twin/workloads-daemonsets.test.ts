@@ -3,6 +3,7 @@
  * pinned by node affinity and placed by the scheduler; node churn; RollingUpdate and OnDelete; status.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { STAGED_NODE_SELECTOR } from '../../lib/providers/render.ts';
 import type { KubeObject } from '../../lib/twin/store.ts';
 import type { Pod } from '../../lib/twin/workloads/types.ts';
 import {
@@ -127,6 +128,39 @@ describe('the DaemonSet controller', () => {
     h.editNode('worker-1', { taints: [] });
     await eventually(() => status('agent').numberReady === 1);
     expect(Object.keys(placement(plain))).toEqual(['worker-1']);
+  });
+
+  it('empties a DaemonSet whose nodeSelector no node carries (a staged CCM), and fills it again', async () => {
+    h = await startHarness();
+    const cp = { 'node-role.kubernetes.io/control-plane': '' };
+    for (const n of ['cp-1', 'cp-2']) h.addNode(n, { taints: [CONTROL_PLANE, UNINITIALIZED], labels: cp });
+    h.addNode('worker-1');
+    const tolerations = [
+      { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' },
+      { key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' },
+    ];
+    const selectNodes = (nodeSelector: Record<string, string>): void => {
+      const ds = structuredClone(h.store.get('daemonsets.apps', 'kube-system', 'ccm')) as KubeObject & {
+        spec: { template: { spec: Record<string, unknown> } };
+      };
+      ds.spec.template.spec.nodeSelector = nodeSelector;
+      h.store.update('daemonsets.apps', ds);
+    };
+    const ccm = h.store.create(
+      'daemonsets.apps',
+      daemonSet('ccm', { nodeSelector: { ...cp, ...STAGED_NODE_SELECTOR }, tolerations }),
+    );
+    await eventually(() => status('ccm').observedGeneration === 1);
+    expect(status('ccm').desiredNumberScheduled).toBe(0);
+    expect(h.podsOf(ccm)).toHaveLength(0);
+
+    selectNodes(cp);
+    await eventually(() => status('ccm').numberReady === 2, { what: 'one pod per control-plane node' });
+    expect(Object.keys(placement(ccm)).sort()).toEqual(['cp-1', 'cp-2']);
+
+    selectNodes({ ...cp, ...STAGED_NODE_SELECTOR });
+    await eventuallyExpect(() => expect(h.podsOf(ccm)).toHaveLength(0));
+    expect(status('ccm').desiredNumberScheduled).toBe(0);
   });
 
   it('follows node churn: new nodes, deleted nodes, NoSchedule and NoExecute taints, label changes', async () => {
