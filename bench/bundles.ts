@@ -10,7 +10,7 @@ import { rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { ESBUILD_SETTINGS, entryOf, FUNCTION_IDS, talksToCluster } from '../cdk/bundling.ts';
+import { ESBUILD_BUILD_OPTIONS, entryOf, FUNCTION_IDS, talksToCluster } from '../cdk/bundling.ts';
 import { type BenchRow, median } from './report.ts';
 
 const OUT = fileURLToPath(new URL('./results/bundles/', import.meta.url));
@@ -31,15 +31,10 @@ export async function benchBundles(opts: { quick: boolean }): Promise<BenchRow[]
   const runs = opts.quick ? 1 : 9;
   await rm(OUT, { recursive: true, force: true });
   await build({
+    ...ESBUILD_BUILD_OPTIONS,
     entryPoints: Object.fromEntries(FUNCTION_IDS.map((id) => [`${id}/index`, entryOf(id)])),
-    bundle: true,
     outdir: OUT,
     outExtension: { '.js': '.mjs' },
-    logLevel: 'silent',
-    ...ESBUILD_SETTINGS,
-    mainFields: [...ESBUILD_SETTINGS.mainFields],
-    banner: { js: ESBUILD_SETTINGS.banner },
-    external: [...ESBUILD_SETTINGS.external],
   });
   const bare = timeNode(['-e', '0'], 9);
   const rows: BenchRow[] = [];

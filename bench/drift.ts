@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
-import { ESBUILD_SETTINGS } from '../cdk/bundling.ts';
+import { ESBUILD_BUILD_OPTIONS } from '../cdk/bundling.ts';
 import type { BenchRow } from './report.ts';
 import type { BigTwin } from './twin.ts';
 
@@ -22,14 +22,9 @@ const run = promisify(execFile);
  */
 async function bundledChecker(): Promise<string> {
   await build({
+    ...ESBUILD_BUILD_OPTIONS,
     entryPoints: [CHECK],
-    bundle: true,
     outfile: BUNDLED,
-    logLevel: 'silent',
-    ...ESBUILD_SETTINGS,
-    mainFields: [...ESBUILD_SETTINGS.mainFields],
-    banner: { js: ESBUILD_SETTINGS.banner },
-    external: [...ESBUILD_SETTINGS.external],
   });
   return BUNDLED;
 }

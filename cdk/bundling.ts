@@ -5,6 +5,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { aws_lambda_nodejs as nodejs } from 'aws-cdk-lib';
+import type { BuildOptions } from 'esbuild';
 import { ESM_REQUIRE_BANNER, PREBUILT_AGENT_FILE } from '../lib/agent/bundle.ts';
 import { DRIFT_STEP_IDS, STEP_IDS, type StepId } from '../state-machines/steps.ts';
 
@@ -51,6 +52,16 @@ export const ESBUILD_SETTINGS = {
   banner: ESM_REQUIRE_BANNER,
   external: EXTERNAL_MODULES,
 } as const;
+
+/** The same settings as options of esbuild's own `build()`: what the benchmarks and tests bundle with. */
+export const ESBUILD_BUILD_OPTIONS: BuildOptions = {
+  ...ESBUILD_SETTINGS,
+  bundle: true,
+  logLevel: 'silent',
+  mainFields: [...ESBUILD_SETTINGS.mainFields],
+  banner: { js: ESBUILD_SETTINGS.banner },
+  external: [...ESBUILD_SETTINGS.external],
+};
 
 export function bundlingFor(id: FunctionId): nodejs.BundlingOptions {
   return {

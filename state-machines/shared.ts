@@ -152,16 +152,15 @@ export function restoreSequence(
     .next(remove);
   kubelets.next(
     new sfn.Choice(scope, hb.useLeaderMigration, { stateName: hb.useLeaderMigration })
-      .when(
-        sfn.Condition.and(
-          sfn.Condition.isPresent(`${decision}.enabled`),
-          sfn.Condition.booleanEquals(`${decision}.enabled`, true),
-        ),
-        ccmMigrating,
-      )
+      .when(isTrue(`${decision}.enabled`), ccmMigrating)
       .otherwise(plain),
   );
   return { start: kubelets, end: remove };
+}
+
+/** A boolean in the state that is there and true (absent reads as false, never as an error). */
+export function isTrue(path: string): sfn.Condition {
+  return sfn.Condition.and(sfn.Condition.isPresent(path), sfn.Condition.booleanEquals(path, true));
 }
 
 /** A state that can be caught. */

@@ -32,7 +32,7 @@ import {
 import type { Construct } from 'constructs';
 import { APPROVAL_REQUESTED } from '../lib/aws/approval.ts';
 import { ERROR_NAMES } from '../lib/errors.ts';
-import { type Catchable, failureEnding, forEachNode, IDS, restoreSequence } from './shared.ts';
+import { type Catchable, failureEnding, forEachNode, IDS, isTrue, restoreSequence } from './shared.ts';
 import type { StepTaskFactory } from './steps.ts';
 
 export const UPGRADE_STATES = {
@@ -225,10 +225,7 @@ export function upgradeDefinition(
   const migrate = stage.next(
     new sfn.Choice(scope, S.useLeaderMigration, { stateName: S.useLeaderMigration })
       .when(
-        sfn.Condition.and(
-          sfn.Condition.isPresent('$.preflight.leaderMigration.enabled'),
-          sfn.Condition.booleanEquals('$.preflight.leaderMigration.enabled', true),
-        ),
+        isTrue('$.preflight.leaderMigration.enabled'),
         enableMigration.next(startCcmMigrating).next(controlPlane),
       )
       .otherwise(controlPlane),
@@ -240,13 +237,7 @@ export function upgradeDefinition(
     }),
   );
   const gated = new sfn.Choice(scope, S.needsApproval, { stateName: S.needsApproval })
-    .when(
-      sfn.Condition.and(
-        sfn.Condition.isPresent('$.options.requireApproval'),
-        sfn.Condition.booleanEquals('$.options.requireApproval', true),
-      ),
-      approval.next(migrate),
-    )
+    .when(isTrue('$.options.requireApproval'), approval.next(migrate))
     .otherwise(migrate);
   const chain = preflight.next(
     new sfn.Choice(scope, S.nothingToDo, { stateName: S.nothingToDo })

@@ -4,23 +4,24 @@
  * functions are fleet-step-handler.ts's.
  */
 import { CheckDriftEventSchema, checkClusterDrift } from '../drift/check-step.ts';
-import { parseInput } from '../store/run-record.ts';
+import type { DriftStepContext } from '../drift/steps.ts';
 import { driftContext } from './drift-context.ts';
 import type { DriftDeps } from './fleet-context.ts';
-import { lambdaHandler } from './handler.ts';
+import { parsedStepHandler } from './handler.ts';
 import { jsonLogger } from './logger.ts';
 import { METRICS } from './metrics.ts';
 
 export function checkDriftHandler(deps: DriftDeps = {}) {
   const logger = deps.logger ?? jsonLogger();
-  return lambdaHandler(
+  return parsedStepHandler(
     'check-drift',
-    async (event) => {
-      const input = parseInput(CheckDriftEventSchema, event, 'event of step check-drift');
-      const summary = await checkClusterDrift(input, driftContext({ ...deps, logger }));
+    CheckDriftEventSchema,
+    async (input, ctx: DriftStepContext) => {
+      const summary = await checkClusterDrift(input, ctx);
       if (summary.status === 'drifted') logger.count(METRICS.clustersDrifted, {});
       return summary;
     },
+    (log) => driftContext({ ...deps, logger: log }),
     logger,
   );
 }

@@ -7,10 +7,9 @@ import type * as z from 'zod';
 import type { DriftStepId } from '../../state-machines/steps.ts';
 import type { DriftStepContext } from '../drift/steps.ts';
 import { InvalidInputError } from '../errors.ts';
-import { parseInput } from '../store/run-record.ts';
 import { type DriftDeps, fleetContext } from './fleet-context.ts';
-import { lambdaHandler } from './handler.ts';
-import { jsonLogger } from './logger.ts';
+import { parsedStepHandler } from './handler.ts';
+import { jsonLogger, type Logger } from './logger.ts';
 
 export function fleetStepHandler<S extends z.ZodType>(
   id: Exclude<DriftStepId, 'check-drift'>,
@@ -18,14 +17,9 @@ export function fleetStepHandler<S extends z.ZodType>(
   run: (event: z.infer<S>, ctx: DriftStepContext) => Promise<unknown>,
   deps: DriftDeps = {},
 ) {
-  const logger = deps.logger ?? jsonLogger();
-  return lambdaHandler(
-    id,
-    async (event) =>
-      run(parseInput(schema, event, `event of step ${id}`), {
-        ...fleetContext({ ...deps, logger }),
-        clusterContext: () => Promise.reject(new InvalidInputError(`step ${id} reaches no cluster`)),
-      }),
-    logger,
-  );
+  const context = (logger: Logger): DriftStepContext => ({
+    ...fleetContext({ ...deps, logger }),
+    clusterContext: () => Promise.reject(new InvalidInputError(`step ${id} reaches no cluster`)),
+  });
+  return parsedStepHandler(id, schema, run, context, deps.logger ?? jsonLogger());
 }

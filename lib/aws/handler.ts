@@ -5,6 +5,8 @@
  * `name` as the error type, so nothing here may wrap or replace an error.
  */
 import middy from '@middy/core';
+import type * as z from 'zod';
+import { parseInput } from '../store/run-record.ts';
 import { idsOf, jsonLogger, type Logger } from './logger.ts';
 
 export type Work = (event: unknown) => Promise<unknown>;
@@ -24,4 +26,22 @@ export function lambdaHandler(step: string, work: Work, logger: Logger = jsonLog
       throw err;
     }
   });
+}
+
+/**
+ * A step's function whose event is parsed with the step's schema (InvalidInput, never a TypeError from deep
+ * inside) and run with the context `contextFor` builds for this invocation.
+ */
+export function parsedStepHandler<S extends z.ZodType, C>(
+  id: string,
+  schema: S,
+  run: (event: z.infer<S>, ctx: C) => Promise<unknown>,
+  contextFor: (logger: Logger) => C,
+  logger: Logger,
+) {
+  return lambdaHandler(
+    id,
+    async (event) => run(parseInput(schema, event, `event of step ${id}`), contextFor(logger)),
+    logger,
+  );
 }

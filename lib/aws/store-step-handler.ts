@@ -5,9 +5,8 @@
 import type * as z from 'zod';
 import type { StepId } from '../../state-machines/steps.ts';
 import type { StepContext } from '../steps/context.ts';
-import { parseInput } from '../store/run-record.ts';
-import { lambdaHandler } from './handler.ts';
-import { jsonLogger } from './logger.ts';
+import { parsedStepHandler } from './handler.ts';
+import { jsonLogger, type Logger } from './logger.ts';
 import { type AwsDeps, depsStore, storeOnlyContext } from './store-context.ts';
 
 export function storeStepHandler<S extends z.ZodType>(
@@ -16,11 +15,6 @@ export function storeStepHandler<S extends z.ZodType>(
   run: (event: z.infer<S>, ctx: StepContext) => Promise<unknown>,
   deps: AwsDeps = {},
 ) {
-  const logger = deps.logger ?? jsonLogger();
-  return lambdaHandler(
-    id,
-    async (event) =>
-      run(parseInput(schema, event, `event of step ${id}`), storeOnlyContext(id, depsStore(deps), logger)),
-    logger,
-  );
+  const context = (logger: Logger) => storeOnlyContext(id, depsStore(deps), logger);
+  return parsedStepHandler(id, schema, run, context, deps.logger ?? jsonLogger());
 }

@@ -23,6 +23,7 @@ import { applyObjects } from './apply.ts';
 import type { KubeClients } from './clients.ts';
 import { call, httpStatus } from './errors.ts';
 import { latest, type WaitOptions, waitFor, wakeOnObject } from './wait.ts';
+import { labelSelectorOf } from './well-known.ts';
 
 /**
  * Any image with Node 22 runs the bundle. The official image through ECR Public: no Docker Hub pull limits,
@@ -46,6 +47,7 @@ const JOB_TTL_SECONDS = 3600;
 /** On each agent Job: the operation it runs. */
 export const AGENT_OP_LABEL = 'ccm-migrate/op';
 const LABELS = { 'app.kubernetes.io/name': AGENT_NAME, 'app.kubernetes.io/managed-by': 'ccm-migrate' };
+const AGENT_LABEL_SELECTOR = labelSelectorOf(LABELS);
 
 export interface AgentJobOptions {
   readonly node: string;
@@ -186,11 +188,8 @@ async function createOrReuse(clients: KubeClients, job: V1Job, namespace: string
 
 /** Agent Jobs that have not finished (e.g. restores queued on nodes whose kubelet is down). */
 export async function unfinishedAgentJobs(clients: KubeClients, namespace = 'kube-system'): Promise<V1Job[]> {
-  const selector = Object.entries(LABELS)
-    .map(([k, v]) => `${k}=${v}`)
-    .join(',');
   const jobs = await call(`list agent Jobs in ${namespace}`, () =>
-    clients.batch.listNamespacedJob({ namespace, labelSelector: selector }),
+    clients.batch.listNamespacedJob({ namespace, labelSelector: AGENT_LABEL_SELECTOR }),
   );
   return jobs.items.filter((job) => !finished(job) && !job.metadata?.deletionTimestamp);
 }

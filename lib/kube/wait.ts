@@ -16,13 +16,12 @@ export interface WaitOptions {
   readonly pollMs: number;
 }
 
-/** The objects whose changes may end a wait: a collection path and selectors, as for a list. */
+/** The objects whose changes may end a wait: a collection path and a field selector, as for a list. */
 export interface WakeOn {
   readonly clients: Pick<KubeClients, 'watch'>;
   /** e.g. `/api/v1/nodes`, `/apis/batch/v1/namespaces/kube-system/jobs`. */
   readonly path: string;
   readonly fieldSelector?: string;
-  readonly labelSelector?: string;
 }
 
 /** A watch event: ADDED, MODIFIED or DELETED, and the object as the API server sent it (plain JSON). */
@@ -75,7 +74,6 @@ function openWatch(wakeOn: WakeOn, alarm: Alarm): () => void {
   let closed = false;
   const query: Record<string, string> = {};
   if (wakeOn.fieldSelector) query.fieldSelector = wakeOn.fieldSelector;
-  if (wakeOn.labelSelector) query.labelSelector = wakeOn.labelSelector;
   const controller = wakeOn.clients.watch
     .watch(
       wakeOn.path,

@@ -11,6 +11,7 @@ import { parseAllDocuments } from 'yaml';
 import * as z from 'zod';
 import { setFlags } from '../controlplane/flags.ts';
 import { InvalidInputError, UnsupportedProviderError } from '../errors.ts';
+import { labelSelectorOf } from '../kube/well-known.ts';
 import { parseInput } from '../store/run-record.ts';
 import { ccmImageFor, PROVIDERS, type ProviderFacts, providerFacts } from './catalog.ts';
 import { validateKubeObjects } from './validate.ts';
@@ -22,9 +23,7 @@ export const CCM_LABELS = {
   ...MANAGED_BY_LABELS,
   'app.kubernetes.io/component': 'cloud-controller-manager',
 } as const;
-export const CCM_LABEL_SELECTOR = Object.entries(CCM_LABELS)
-  .map(([k, v]) => `${k}=${v}`)
-  .join(',');
+export const CCM_LABEL_SELECTOR = labelSelectorOf(CCM_LABELS);
 
 /** The cloud config, carried in a Secret (it can hold credentials), mounted read-only. */
 export const CLOUD_CONFIG_SECRET = 'cloud-controller-manager-config';

@@ -13,7 +13,13 @@ import { call, httpStatus } from '../kube/errors.ts';
 import { waitFor, wakeOnObject } from '../kube/wait.ts';
 import { providerFacts } from '../providers/catalog.ts';
 import { describeImage, renderedImages } from '../providers/image-overrides.ts';
-import { CCM_LABELS, isStagedCcm, renderCcmObjects } from '../providers/render.ts';
+import {
+  CCM_LABEL_SELECTOR,
+  CCM_LABELS,
+  ccmDeploymentRef,
+  isStagedCcm,
+  renderCcmObjects,
+} from '../providers/render.ts';
 import { commandLine, isPodReady, readMirrorPod } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import { KCM_MANIFEST, TO_EXTERNAL_KUBEADM } from './edits.ts';
@@ -171,13 +177,10 @@ async function inTreeControllerManagers(ctx: StepContext, snapshot: Snapshot): P
 
 /** The pods of the CCM's workload (its selector), whatever their state. */
 export async function ccmPods(ctx: StepContext, snapshot: Snapshot): Promise<V1Pod[]> {
-  const workload = ccmWorkloadOf(renderCcm(snapshot, 0));
-  const selector = Object.entries(workload.spec?.selector.matchLabels ?? {})
-    .map(([k, v]) => `${k}=${v}`)
-    .join(',');
-  const namespace = workload.metadata?.namespace ?? 'kube-system';
+  // The labels render puts on every CCM pod, whatever its workload: no render on each look of a wait.
+  const { namespace } = providerFacts(snapshot.provider);
   const pods = await call('list CCM pods', () =>
-    ctx.clients.core.listNamespacedPod({ namespace, labelSelector: selector }),
+    ctx.clients.core.listNamespacedPod({ namespace, labelSelector: CCM_LABEL_SELECTOR }),
   );
   return pods.items;
 }
@@ -242,10 +245,10 @@ function renewingCcmLeader(
  * control-plane node), as `kubectl rollout status` reads it.
  */
 async function daemonSetRolledOut(ctx: StepContext, snapshot: Snapshot): Promise<boolean> {
-  const workload = ccmWorkloadOf(renderCcm(snapshot, 0));
-  const ds = (await call('read the CCM DaemonSet', () =>
-    ctx.clients.objects.read(workload as never),
-  )) as V1DaemonSet;
+  // The DaemonSet carries the Deployment's name and namespace (render derives one from the other).
+  const ds = await call('read the CCM DaemonSet', () =>
+    ctx.clients.apps.readNamespacedDaemonSet(ccmDeploymentRef(snapshot.provider)),
+  );
   const desired = ds.status?.desiredNumberScheduled ?? 0;
   return (
     (ds.status?.observedGeneration ?? 0) >= (ds.metadata?.generation ?? 1) &&

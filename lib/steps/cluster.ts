@@ -74,8 +74,26 @@ export function hasUninitializedTaint(node: V1Node): boolean {
 
 /** kubelet names a static pod's mirror pod `<pod name>-<node name>`. */
 /** Changes of `component`'s mirror pod on `node`. */
-export function mirrorPodChanges(ctx: ClusterAccess, component: string, node: string): WakeOn {
+function mirrorPodChanges(ctx: ClusterAccess, component: string, node: string): WakeOn {
   return wakeOnObject(ctx.clients, '/api/v1/namespaces/kube-system/pods', `${component}-${node}`);
+}
+
+/** Wait until `component`'s mirror pod on `node` is Ready and `ok` (it runs the flags wanted). */
+export async function waitForMirrorPod(
+  ctx: StepContext,
+  component: string,
+  node: string,
+  what: string,
+  ok: (pod: V1Pod) => boolean,
+): Promise<void> {
+  await waitFor(
+    `${component} on ${node} to run ${what}`,
+    async (change) => {
+      const pod = await latest(change, () => readMirrorPod(ctx, component, node));
+      return pod !== undefined && isPodReady(pod) && ok(pod);
+    },
+    { ...ctx, wakeOn: mirrorPodChanges(ctx, component, node) },
+  );
 }
 
 export async function readMirrorPod(

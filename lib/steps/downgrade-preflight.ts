@@ -56,8 +56,9 @@ export async function downgradePreflight(
       `on Kubernetes ${exam.kubernetesVersion} the in-tree ${inTree} flags cannot come back: ${problems.slice(0, 3).join('; ')}`,
     );
   }
+  const present = new Set(exam.nodes.map((n) => n.metadata?.name));
   const renamed = Object.keys(snapshot.nodes).filter(
-    (name) => !exam.nodes.some((n) => n.metadata?.name === name) && snapshot.nodes[name]?.providerID,
+    (name) => !present.has(name) && snapshot.nodes[name]?.providerID,
   );
   if (renamed.length > 0) {
     ctx.progress({

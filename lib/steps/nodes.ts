@@ -4,8 +4,7 @@
  * as desired alone, so a retried or resumed step only waits for what it changed before.
  */
 import { booleanFlag, parseFlags } from '../controlplane/flags.ts';
-import { latest, waitFor } from '../kube/wait.ts';
-import { commandLine, isPodReady, mirrorPodChanges, readMirrorPod, waitForNodeReady } from './cluster.ts';
+import { commandLine, waitForMirrorPod, waitForNodeReady } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import {
   ENABLE_LEADER_MIGRATION_STATIC_PODS,
@@ -48,13 +47,12 @@ export async function moveControlPlaneNode(
   });
   for (const [component, moved] of Object.entries(enabling ? MIGRATING : MOVED)) {
     // The mirror pod that runs the new flags and is Ready: kubelet restarted the static pod from the new file.
-    await waitFor(
-      `${component} on ${event.node} to run ${enabling ? 'with leader migration' : 'without the in-tree provider'}`,
-      async (change) => {
-        const pod = await latest(change, () => readMirrorPod(ctx, component, event.node));
-        return pod !== undefined && isPodReady(pod) && moved(parseFlags(commandLine(pod)));
-      },
-      { ...ctx, wakeOn: mirrorPodChanges(ctx, component, event.node) },
+    await waitForMirrorPod(
+      ctx,
+      component,
+      event.node,
+      enabling ? 'with leader migration' : 'without the in-tree provider',
+      (pod) => moved(parseFlags(commandLine(pod))),
     );
   }
   return { changed: result.changed };

@@ -18,7 +18,7 @@ import {
 } from '../kube/agent-job.ts';
 import { applyObjects, describeObject } from '../kube/apply.ts';
 import { call, httpStatus } from '../kube/errors.ts';
-import { latest, waitFor } from '../kube/wait.ts';
+import { waitFor } from '../kube/wait.ts';
 import { inTreeTarget, providerFacts } from '../providers/catalog.ts';
 import { ccmPods, ccmWorkloadOf, renderCcm } from './ccm.ts';
 import {
@@ -27,9 +27,9 @@ import {
   isNodeReady,
   isPodReady,
   listNodes,
-  mirrorPodChanges,
   readMirrorPod,
   readNode,
+  waitForMirrorPod,
   waitForNodeReady,
 } from './cluster.ts';
 import type { StepContext } from './context.ts';
@@ -166,18 +166,14 @@ export async function restoreControlPlaneNode(
         );
       }
     }
-    await waitFor(
-      `${component} on ${event.node} to run with --cloud-provider=${wanted ?? '(none)'} again${event.leaderMigration && component === 'kube-controller-manager' ? ', under leader migration' : ''}`,
-      async (change) => {
-        const pod = await latest(change, () => readMirrorPod(ctx, component, event.node));
-        return (
-          pod !== undefined &&
-          isPodReady(pod) &&
-          parseFlags(commandLine(pod)).get('cloud-provider') === wanted &&
-          (component !== 'kube-controller-manager' || runsLeaderMigration(pod) === event.leaderMigration)
-        );
-      },
-      { ...ctx, wakeOn: mirrorPodChanges(ctx, component, event.node) },
+    await waitForMirrorPod(
+      ctx,
+      component,
+      event.node,
+      `with --cloud-provider=${wanted ?? '(none)'} again${event.leaderMigration && component === 'kube-controller-manager' ? ', under leader migration' : ''}`,
+      (pod) =>
+        parseFlags(commandLine(pod)).get('cloud-provider') === wanted &&
+        (component !== 'kube-controller-manager' || runsLeaderMigration(pod) === event.leaderMigration),
     );
   }
   return { changed: result.changed };

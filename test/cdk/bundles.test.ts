@@ -4,22 +4,17 @@
  */
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
-import { ESBUILD_SETTINGS, entryOf, FUNCTION_IDS, talksToCluster } from '../../cdk/bundling.ts';
+import { ESBUILD_BUILD_OPTIONS, entryOf, FUNCTION_IDS, talksToCluster } from '../../cdk/bundling.ts';
 
 async function bundledPackages(id: (typeof FUNCTION_IDS)[number]): Promise<Set<string>> {
   const result = await build({
     entryPoints: [entryOf(id)],
-    bundle: true,
+    ...ESBUILD_BUILD_OPTIONS,
     write: false,
     outdir: 'out',
     metafile: true,
-    logLevel: 'silent',
-    ...ESBUILD_SETTINGS,
     sourcemap: false,
     minify: false,
-    mainFields: [...ESBUILD_SETTINGS.mainFields],
-    banner: { js: ESBUILD_SETTINGS.banner },
-    external: [...ESBUILD_SETTINGS.external],
   });
   const packages = Object.keys(result.metafile.inputs).map(
     (file) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1] ?? '(ours)',
