@@ -17,8 +17,9 @@ import { describeObject, FIELD_MANAGER } from '../kube/apply.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import { call, httpStatus } from '../kube/errors.ts';
 import { providerFacts } from '../providers/catalog.ts';
+import type { CcmWorkload } from '../providers/ccm-workload.ts';
 import { type ContainerImage, renderedImages } from '../providers/image-overrides.ts';
-import { type CcmWorkload, ccmDeploymentRef, renderCcmObjects } from '../providers/render.ts';
+import { ccmDeploymentRef, renderCcmObjects } from '../providers/render.ts';
 import { inTreeCloudConfigPath } from '../steps/ccm.ts';
 import { TO_EXTERNAL_KUBELET, TO_EXTERNAL_STATIC_PODS } from '../steps/edits.ts';
 import {

@@ -14,6 +14,7 @@ import { InvalidInputError, UnsupportedProviderError } from '../errors.ts';
 import { labelSelectorOf } from '../kube/well-known.ts';
 import { parseInput } from '../store/run-record.ts';
 import { ccmImageFor, PROVIDERS, type ProviderFacts, providerFacts } from './catalog.ts';
+import { CCM_WORKLOADS } from './ccm-workload.ts';
 import { validateKubeObjects } from './validate.ts';
 
 export const MANAGED_BY_LABELS = { 'app.kubernetes.io/managed-by': 'ccm-migrate' } as const;
@@ -33,12 +34,6 @@ export const CLOUD_CONFIG_HASH_ANNOTATION = 'ccm-migrate/cloud-config-sha256';
 const CLOUD_CONFIG_VOLUME = 'cloud-config';
 const CREDENTIALS_VOLUME = 'cloud-credentials';
 
-/**
- * How the CCM runs: a Deployment with leader election (the default: staged at zero replicas), or on request
- * a DaemonSet on every control-plane node, as upstream's AWS and OpenStack manifests run it.
- */
-export const CCM_WORKLOADS = ['deployment', 'daemonset'] as const;
-export type CcmWorkload = (typeof CCM_WORKLOADS)[number];
 /**
  * A node label no node carries: a DaemonSet has no replicas to scale to zero, so the staged (or stopped)
  * one selects no node and runs nowhere.

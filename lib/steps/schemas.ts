@@ -5,8 +5,8 @@
  */
 import * as z from 'zod';
 import { PROVIDERS } from '../providers/catalog.ts';
+import { CCM_WORKLOADS } from '../providers/ccm-workload.ts';
 import { ImageOverridesSchema } from '../providers/image-overrides.ts';
-import { CCM_WORKLOADS } from '../providers/render.ts';
 
 /** A Kubernetes-style name: what clusterId and runId must be (they name Jobs, files and executions). */
 export const ResourceName = z

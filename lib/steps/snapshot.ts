@@ -6,7 +6,7 @@
 import * as z from 'zod';
 import { FileReportSchema } from '../agent/protocol.ts';
 import { PROVIDERS } from '../providers/catalog.ts';
-import { CCM_WORKLOADS } from '../providers/render.ts';
+import { CCM_WORKLOADS } from '../providers/ccm-workload.ts';
 
 export const NodeFactsSchema = z.object({
   role: z.enum(['control-plane', 'worker']),
