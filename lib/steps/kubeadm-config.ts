@@ -8,6 +8,8 @@ import {
   type ClusterConfigurationEdit,
   editClusterConfiguration,
   KUBEADM_CONFIG,
+  type Reverted,
+  revertClusterConfiguration,
 } from '../controlplane/kubeadm-config.ts';
 import { call, httpStatus } from '../kube/errors.ts';
 import type { ClusterAccess } from './cluster.ts';
@@ -57,4 +59,22 @@ export async function updateClusterConfiguration(
 /** Apply `edit` to the ClusterConfiguration; whether it changed. */
 export function editKubeadmConfig(ctx: ClusterAccess, edit: ClusterConfigurationEdit): Promise<boolean> {
   return updateClusterConfiguration(ctx, (text) => editClusterConfiguration(text, edit).text);
+}
+
+/**
+ * Take back a run's `edit` of the ClusterConfiguration whose text before the run was `original` (see
+ * revertClusterConfiguration); how it went, 'unchanged' also when the cluster has no kubeadm-config.
+ */
+export async function revertKubeadmConfig(
+  ctx: ClusterAccess,
+  original: string,
+  edit: ClusterConfigurationEdit,
+): Promise<Reverted> {
+  let how: Reverted = 'unchanged';
+  await updateClusterConfiguration(ctx, (text) => {
+    const back = revertClusterConfiguration(text, original, edit);
+    how = back.how;
+    return back.text;
+  });
+  return how;
 }

@@ -38,8 +38,9 @@ import {
   ENABLE_LEADER_MIGRATION_STATIC_PODS,
   KAS_MANIFEST,
   KCM_MANIFEST,
+  TO_EXTERNAL_KUBEADM,
 } from './edits.ts';
-import { updateClusterConfiguration } from './kubeadm-config.ts';
+import { revertKubeadmConfig } from './kubeadm-config.ts';
 import { runsLeaderMigration } from './leader-migration.ts';
 import type { RestoreEvent, RestoreNodeEvent, Verification } from './schemas.ts';
 import type { Snapshot } from './snapshot.ts';
@@ -223,8 +224,10 @@ async function releaseAgentCode(ctx: StepContext): Promise<boolean> {
 }
 
 /**
- * Remove what the source run put in the cluster: the CCM's objects, its Lease, the agent's code, and
- * kubeadm's ClusterConfiguration as the snapshot had it (only when it still holds what the run wrote).
+ * Remove what the source run put in the cluster: the CCM's objects, its Lease, the agent's code, and its
+ * edit of kubeadm's ClusterConfiguration: the snapshot's original bytes when it still holds exactly what the
+ * run wrote; when changed since (an operator's extraArg, certSANs, ...), only the in-tree flags, gates and
+ * cloud-config volumes the run took out are put back, so that the later changes survive.
  */
 export async function removeCcm(event: RestoreEvent, ctx: StepContext): Promise<{ removed: number }> {
   const snapshot = await loadSnapshot(ctx, event);
@@ -237,13 +240,19 @@ export async function removeCcm(event: RestoreEvent, ctx: StepContext): Promise<
       metadata: { name: facts.leaseName, namespace: facts.namespace },
     },
   ];
+  // kubeadm-config first: one the operator left unreadable fails the step before anything is deleted.
+  if (
+    snapshot.kubeadmClusterConfiguration !== undefined &&
+    (await revertKubeadmConfig(ctx, snapshot.kubeadmClusterConfiguration, TO_EXTERNAL_KUBEADM)) === 'merged'
+  ) {
+    ctx.progress({
+      step: 'remove-ccm',
+      message: 'kubeadm-config changed since the upgrade: in-tree settings put back, other changes kept',
+    });
+  }
   let removed = 0;
   for (const obj of ours) if (await deleteIfPresent(ctx, obj)) removed += 1;
   if (await releaseAgentCode(ctx)) removed += 1;
-  if (snapshot.kubeadmClusterConfiguration !== undefined) {
-    const original = snapshot.kubeadmClusterConfiguration;
-    await updateClusterConfiguration(ctx, () => original);
-  }
   ctx.progress({ step: 'remove-ccm', message: `${removed} object(s) of ccm-migrate removed` });
   return { removed };
 }
