@@ -13,17 +13,18 @@ import {
 import { createTwoFilesPatch } from 'diff';
 import { stringify } from 'yaml';
 import { parseFlags } from '../controlplane/flags.ts';
+import { OPENSTACK_CREDENTIALS_DIR } from '../controlplane/openstack-cloud-config.ts';
 import { describeObject, FIELD_MANAGER } from '../kube/apply.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import { call, httpStatus } from '../kube/errors.ts';
 import { providerFacts } from '../providers/catalog.ts';
-import type { CcmWorkload } from '../providers/ccm-workload.ts';
 import { type ContainerImage, renderedImages } from '../providers/image-overrides.ts';
-import { ccmDeploymentRef, renderCcmObjects } from '../providers/render.ts';
-import { inTreeCloudConfigPath } from '../steps/ccm.ts';
+import { ccmDeploymentRef } from '../providers/render.ts';
+import { type CcmSource, inTreeCloudConfigPath, renderCcm } from '../steps/ccm.ts';
 import { TO_EXTERNAL_KUBELET, TO_EXTERNAL_STATIC_PODS } from '../steps/edits.ts';
 import {
   type ClusterExamination,
+  ccmSnapshotFields,
   examineCluster,
   installNote,
   leaderMigrationFor,
@@ -89,13 +90,16 @@ async function objectChange(clients: KubeClients, obj: KubernetesObject): Promis
   };
 }
 
+/**
+ * The cloud config a migrated cluster's CCM mounts (its kube-controller-manager names none any more), with
+ * the credentials Secret when it mounts a translated copy: what the run that migrated it rendered.
+ */
 async function deployedCloudConfig(
   clients: KubeClients,
-  provider: string,
-  workload: CcmWorkload,
-): Promise<string | undefined> {
-  const { namespace, name } = ccmDeploymentRef(provider);
-  const kind = workload === 'daemonset' ? 'DaemonSet' : 'Deployment';
+  source: CcmSource,
+): Promise<Pick<CcmSource, 'cloudConfigTranslation' | 'deployedCloudConfig'>> {
+  const { namespace, name } = ccmDeploymentRef(source.provider);
+  const kind = source.ccmWorkload === 'daemonset' ? 'DaemonSet' : 'Deployment';
   const ref = { apiVersion: 'apps/v1', kind, metadata: { name, namespace } };
   const deployed = await call(
     `read ${kind} ${name}`,
@@ -104,14 +108,22 @@ async function deployedCloudConfig(
     if (httpStatus(err) === 404) return undefined;
     throw err;
   });
-  const args = deployed?.spec?.template.spec?.containers.flatMap((c) => c.args ?? []) ?? [];
-  return parseFlags(args).get('cloud-config');
+  const pod = deployed?.spec?.template.spec;
+  const path = parseFlags(pod?.containers.flatMap((c) => c.args ?? []) ?? []).get('cloud-config');
+  if (path === undefined) return {};
+  const mount = pod?.containers
+    .flatMap((c) => c.volumeMounts ?? [])
+    .find((m) => m.mountPath === OPENSTACK_CREDENTIALS_DIR);
+  const secret = pod?.volumes?.find((v) => v.name === mount?.name)?.secret?.secretName;
+  if (secret === undefined) return { deployedCloudConfig: path };
+  return { cloudConfigTranslation: { target: path, credentialsSecret: { name: secret, namespace } } };
 }
 
 export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
   const runId = newRunId('plan');
   const ctx = localContext(opts);
-  const { nodes, files: inspected, ...examination } = await examineCluster(ctx, runId, opts.options);
+  const exam = await examineCluster(ctx, runId, opts.options);
+  const { nodes: _nodes, files: _files, ...examination } = exam;
   const files: FileChange[] = [];
   for (const node of [...examination.controlPlaneNodes, ...examination.workerNodes]) {
     const controlPlane = examination.controlPlaneNodes.includes(node);
@@ -125,24 +137,33 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
     for (const f of result.files) {
       if (f.changed) files.push({ node, path: f.path, diff: f.diff ?? '(diff not available)' });
     }
+    const translation = examination.cloudConfigTranslation;
+    if (controlPlane && translation) {
+      // The copy stage-ccm writes for the CCM, asked as a dry run; shown without its text (credentials).
+      const copy = await ctx.agent(node, {
+        op: 'translate-cloud-config',
+        runId,
+        provider: 'openstack',
+        source: translation.source,
+        target: translation.target,
+        dryRun: true,
+      });
+      for (const f of copy.files) {
+        const diff = `(the CCM's copy of ${translation.source}, translated: not shown, it can hold credentials)`;
+        if (f.changed) files.push({ node, path: f.path, diff });
+      }
+    }
   }
   const objects: ObjectChange[] = [];
-  const workload = opts.options.ccmWorkload ?? 'deployment';
-  // Once migrated, kube-controller-manager no longer names the file: the deployed CCM does. A provider
-  // never in-tree keeps it where the catalog says (preflight found it there).
-  const cloudConfig =
-    inTreeCloudConfigPath({ files: inspected }) ??
-    (await deployedCloudConfig(opts.clients, examination.provider, workload)) ??
-    providerFacts(examination.provider).cloudConfigHostPath;
-  const rendered = renderCcmObjects({
-    provider: examination.provider,
-    kubernetesVersion: examination.kubernetesVersion,
-    clusterName: examination.clusterName,
-    replicas: opts.options.ccmReplicas ?? Math.min(examination.controlPlaneNodes.length, 3),
-    ...(cloudConfig ? { cloudConfigHostPath: cloudConfig } : {}),
-    ...(opts.options.images ? { images: opts.options.images } : {}),
-    workload,
-  }) as KubernetesObject[];
+  // As the upgrade renders them, from the fields its preflight would record, at the replicas activate-ccm
+  // starts them with (stage-ccm applies them at zero first). Once migrated, kube-controller-manager no
+  // longer names the cloud config: the deployed CCM does.
+  const fields = ccmSnapshotFields(exam, opts.options);
+  const source: CcmSource =
+    inTreeCloudConfigPath(fields) === undefined
+      ? { ...fields, ...(await deployedCloudConfig(opts.clients, fields)) }
+      : fields;
+  const rendered = renderCcm(source, fields.ccmReplicas);
   for (const obj of rendered) objects.push(await objectChange(opts.clients, obj));
   const leaderMigration = leaderMigrationFor(
     examination.provider,

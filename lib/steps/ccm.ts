@@ -69,15 +69,35 @@ async function currentState(
 }
 
 /**
+ * What the CCM's render reads of a snapshot: `plan` gives the same fields of its examination. Of a
+ * translation, only the copy and the Secret the CCM mounts (plan, on a migrated cluster: what its CCM mounts).
+ */
+export type CcmSource = Pick<
+  Snapshot,
+  'provider' | 'kubernetesVersion' | 'clusterName' | 'files' | 'images' | 'ccmWorkload'
+> & {
+  readonly cloudConfigTranslation?:
+    | Pick<NonNullable<Snapshot['cloudConfigTranslation']>, 'target' | 'credentialsSecret'>
+    | undefined;
+  /** Plan on a migrated cluster: kube-controller-manager names no cloud config any more, its CCM does. */
+  readonly deployedCloudConfig?: string | undefined;
+};
+
+/**
  * The CCM's objects for this cluster, as the provider catalog renders them with the images the snapshot
  * recorded (with leader migration in phase 2).
  */
-export function renderCcm(snapshot: Snapshot, replicas: number, leaderMigration = false): KubernetesObject[] {
+export function renderCcm(
+  snapshot: CcmSource,
+  replicas: number,
+  leaderMigration = false,
+): KubernetesObject[] {
   const translation = snapshot.cloudConfigTranslation;
   // A provider never in-tree (IBM) has no --cloud-config to carry over: the catalog says where its file is.
   const cloudConfig =
     translation?.target ??
     inTreeCloudConfigPath(snapshot) ??
+    snapshot.deployedCloudConfig ??
     providerFacts(snapshot.provider).cloudConfigHostPath;
   const objects = renderCcmObjects({
     provider: snapshot.provider,

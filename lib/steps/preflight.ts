@@ -421,6 +421,44 @@ export function installNote(exam: Pick<ClusterExamination, 'provider' | 'awaitin
   );
 }
 
+/**
+ * What the snapshot records of how the run renders its CCM (the steps' renderCcm reads these): preflight
+ * records them, and plan renders from them, so that it shows the objects the upgrade applies.
+ */
+export function ccmSnapshotFields(
+  exam: ClusterExamination,
+  options: UpgradeOptions,
+): Pick<
+  Snapshot,
+  | 'provider'
+  | 'kubernetesVersion'
+  | 'clusterName'
+  | 'images'
+  | 'ccmReplicas'
+  | 'ccmWorkload'
+  | 'files'
+  | 'cloudConfigTranslation'
+> {
+  return {
+    provider: exam.provider,
+    kubernetesVersion: exam.kubernetesVersion,
+    ...(options.images ? { images: options.images } : {}),
+    clusterName: exam.clusterName,
+    ccmReplicas: options.ccmReplicas ?? Math.min(exam.controlPlaneNodes.length, 3),
+    ccmWorkload: options.ccmWorkload ?? 'deployment',
+    files: Object.fromEntries(
+      Object.entries(exam.files).map(([node, reports]) => [
+        node,
+        // Only what the way back needs (no sizes or diffs), and no undefined fields: the store keeps JSON.
+        reports.map(({ path, exists, sha256, kind, flags }) =>
+          JSON.parse(JSON.stringify({ path, exists, sha256, kind, flags })),
+        ),
+      ]),
+    ),
+    ...(exam.cloudConfigTranslation ? { cloudConfigTranslation: exam.cloudConfigTranslation } : {}),
+  };
+}
+
 function sameImages(a: ImageOverrides | undefined, b: ImageOverrides | undefined): boolean {
   const entries = (m: ImageOverrides | undefined) => JSON.stringify(Object.entries(m ?? {}).sort());
   return entries(a) === entries(b);
@@ -462,24 +500,9 @@ export async function preflight(
   }
   const snapshot: Snapshot = {
     takenAt: new Date().toISOString(),
-    provider: exam.provider,
-    kubernetesVersion: exam.kubernetesVersion,
+    ...ccmSnapshotFields(exam, event.options),
     ccmImage: exam.ccmImage,
-    ...(event.options.images ? { images: event.options.images } : {}),
-    clusterName: exam.clusterName,
-    ccmReplicas: event.options.ccmReplicas ?? Math.min(exam.controlPlaneNodes.length, 3),
-    ccmWorkload: event.options.ccmWorkload ?? 'deployment',
     nodes: Object.fromEntries(exam.nodes.map((n) => [nodeName(n), factsOf(n)])),
-    files: Object.fromEntries(
-      Object.entries(exam.files).map(([node, reports]) => [
-        node,
-        // Only what the way back needs (no sizes or diffs), and no undefined fields: the store keeps JSON.
-        reports.map(({ path, exists, sha256, kind, flags }) =>
-          JSON.parse(JSON.stringify({ path, exists, sha256, kind, flags })),
-        ),
-      ]),
-    ),
-    ...(exam.cloudConfigTranslation ? { cloudConfigTranslation: exam.cloudConfigTranslation } : {}),
     loadBalancers: await loadBalancers(ctx),
   };
   const clusterConfiguration = await readClusterConfiguration(ctx);

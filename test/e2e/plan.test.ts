@@ -1,6 +1,9 @@
 /** `plan`: exactly what the upgrade would change, with no change, and nothing to change after an upgrade. */
+import { fileURLToPath } from 'node:url';
+import type { V1Deployment, V1PodSpec } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
-import { planUpgrade } from '../../lib/local/plan.ts';
+import { parse } from 'yaml';
+import { type ObjectChange, planUpgrade } from '../../lib/local/plan.ts';
 import { FIXTURES, fixtureSpec } from '../twin/running-twin.ts';
 import { type E2E, nodeFiles, startE2E } from './harness.ts';
 
@@ -44,6 +47,69 @@ describe('ccm-migrate plan on the AWS twin', () => {
     const after = await planUpgrade({ clients: t, options: {}, pollMs: 10 });
     expect(after.files).toEqual([]);
     expect(after.examination.inTreeLeft).toEqual([]);
+    expect(after.objects.map((o) => o.action)).toEqual(after.objects.map(() => 'unchanged'));
+  });
+});
+
+const SECRET_MINI = fileURLToPath(new URL('../fixtures/twins/openstack-secret-mini.yaml', import.meta.url));
+const CCM = 'Deployment kube-system/openstack-cloud-controller-manager';
+const COPY = '/etc/kubernetes/cloud.conf.external';
+/** Values of the fixture's Secret and cloud.conf that must stay where they are. */
+const SECRETS = ['fake-not-a-real-secret', 'keystone.ccm-twin.example'];
+
+/** The object a `create` change shows: its diff is every line of it, added. */
+function created(change: ObjectChange | undefined): V1Deployment {
+  expect(change?.action).toBe('create');
+  const added = (change?.diff ?? '').split('\n').filter((l) => l.startsWith('+') && !l.startsWith('+++'));
+  return parse(added.map((l) => l.slice(1)).join('\n')) as V1Deployment;
+}
+
+/** What decides what the CCM reads: its arguments, mounts and volumes. */
+function cloudConfigOf(pod: V1PodSpec | undefined) {
+  const ccm = pod?.containers.find((c) => c.name === 'cloud-controller-manager');
+  return { args: ccm?.args, volumeMounts: ccm?.volumeMounts, volumes: pod?.volumes };
+}
+
+describe('ccm-migrate plan on OpenStack whose cloud.conf names its credentials Secret', () => {
+  it('shows the CCM the upgrade applies: the translated copy and the Secret, and writes no copy', async () => {
+    e2e = await startE2E(await fixtureSpec(SECRET_MINI));
+    const { t } = e2e;
+    const before = await nodeFiles(t);
+    const plan = await planUpgrade({ clients: t, options: {}, pollMs: 10 });
+
+    expect(plan.examination.cloudConfigTranslation).toEqual({
+      source: '/etc/kubernetes/cloud.conf',
+      target: COPY,
+      credentialsSecret: { name: 'openstack-credentials', namespace: 'kube-system' },
+    });
+    const planned = cloudConfigOf(created(plan.objects.find((o) => o.object === CCM)).spec?.template.spec);
+    expect(planned.args).toContain(`--cloud-config=${COPY}`);
+    expect(planned.volumes).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ hostPath: { path: COPY, type: 'File' } }),
+        expect.objectContaining({ secret: { secretName: 'openstack-credentials' } }),
+      ]),
+    );
+    expect(planned.volumeMounts).toContainEqual(
+      expect.objectContaining({ mountPath: '/etc/openstack/secret', readOnly: true }),
+    );
+    // The copy shows as a file change on the control-plane node only, without its text (credentials).
+    const copies = plan.files.filter((f) => f.path === COPY);
+    expect(copies.map((f) => f.node)).toEqual(['cp-1']);
+    for (const secret of SECRETS) expect(JSON.stringify(plan)).not.toContain(secret);
+    // A dry run: no copy written, no node file touched.
+    expect(await nodeFiles(t)).toEqual(before);
+
+    expect((await e2e.upgrade()).status).toBe('SUCCEEDED');
+    const deployed = await t.apps.readNamespacedDeployment({
+      name: 'openstack-cloud-controller-manager',
+      namespace: 'kube-system',
+    });
+    expect(cloudConfigOf(deployed.spec?.template.spec)).toEqual(planned);
+
+    // Migrated: kube-controller-manager names no cloud config, the deployed CCM does, with its Secret.
+    const after = await planUpgrade({ clients: t, options: {}, pollMs: 10 });
+    expect(after.files).toEqual([]);
     expect(after.objects.map((o) => o.action)).toEqual(after.objects.map(() => 'unchanged'));
   });
 });
