@@ -4,13 +4,22 @@
  * as in Lambda, resolved here from the project's node_modules (the bundles are written under bench/results).
  * All functions are built by one esbuild call: without code splitting each entry point still gets a whole
  * bundle of its own, as one NodejsFunction would, and the shared modules are parsed once.
+ *
+ * Then the same figures for a few of the chosen libraries alone, built the same way: the floor they set
+ * under any function that uses them, so that a load ratio can be read as ours or theirs.
  */
 import { execFileSync } from 'node:child_process';
-import { rm, stat } from 'node:fs/promises';
+import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { ESBUILD_BUILD_OPTIONS, entryOf, FUNCTION_IDS, talksToCluster } from '../cdk/bundling.ts';
+import {
+  ESBUILD_BUILD_OPTIONS,
+  entryOf,
+  FUNCTION_IDS,
+  PROJECT_ROOT,
+  talksToCluster,
+} from '../cdk/bundling.ts';
 import { type BenchRow, median } from './report.ts';
 
 const OUT = fileURLToPath(new URL('./results/bundles/', import.meta.url));
@@ -23,6 +32,58 @@ function timeNode(args: string[], runs: number): number {
     times.push(Number(process.hrtime.bigint() - start) / 1e6);
   }
   return median(times);
+}
+
+/** Each library alone, imported as our modules import it. */
+const LIBRARIES: readonly { name: string; source: string; external?: true }[] = [
+  {
+    name: 'zod, one schema',
+    source: "import * as z from 'zod'; export const s = z.object({ a: z.string() });",
+  },
+  {
+    name: 'AWS SDK, the run store and event clients',
+    source: [
+      "export { DynamoDBClient } from '@aws-sdk/client-dynamodb';",
+      "export { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';",
+      "export { EventBridgeClient } from '@aws-sdk/client-eventbridge';",
+    ].join(' '),
+    external: true,
+  },
+  {
+    name: '@kubernetes/client-node, KubeConfig and CoreV1Api',
+    source: "export { CoreV1Api, KubeConfig } from '@kubernetes/client-node';",
+  },
+];
+
+async function libraryRows(bare: number, runs: number): Promise<BenchRow[]> {
+  const dir = path.join(OUT, 'libraries');
+  await mkdir(dir, { recursive: true });
+  const rows: BenchRow[] = [];
+  for (const [i, { name, source, external }] of LIBRARIES.entries()) {
+    const entry = path.join(dir, `library-${i}.src.mjs`);
+    const outfile = path.join(dir, `library-${i}.mjs`);
+    await writeFile(entry, source);
+    // Resolved from the project, as our modules resolve them.
+    await build({
+      ...ESBUILD_BUILD_OPTIONS,
+      entryPoints: [entry],
+      outfile,
+      nodePaths: [path.join(PROJECT_ROOT, 'node_modules')],
+    });
+    const load = timeNode(['--input-type=module', '-e', `await import(${JSON.stringify(outfile)})`], runs);
+    rows.push(
+      ...(external
+        ? [] // not in the bundle: loaded from the runtime's copy, as the functions load it
+        : [{ name: `bundle ${name} alone`, value: (await stat(outfile)).size / 1024, unit: 'KB' }]),
+      {
+        name: `load ${name} alone / bare node`,
+        value: load / bare,
+        unit: '×',
+        note: `${load.toFixed(0)} ms`,
+      },
+    );
+  }
+  return rows;
 }
 
 export async function benchBundles(opts: { quick: boolean }): Promise<BenchRow[]> {
@@ -55,5 +116,5 @@ export async function benchBundles(opts: { quick: boolean }): Promise<BenchRow[]
       },
     );
   }
-  return rows;
+  return [...rows, ...(await libraryRows(bare, runs))];
 }
