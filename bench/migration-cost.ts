@@ -38,7 +38,7 @@ interface Term {
  * - verify: one look at the leader (pods, lease), the canary read, tainted and read once cleared, the
  *   nodes listed, the services listed.
  */
-export function minimumUpgradeRequests(snapshot: Snapshot): Term[] {
+function minimumUpgradeRequests(snapshot: Snapshot): Term[] {
   const nodes = Object.keys(snapshot.nodes).length;
   const controlPlane = Object.values(snapshot.nodes).filter((n) => n.role === 'control-plane').length;
   const jobs = nodes + controlPlane + nodes;

@@ -10,7 +10,7 @@ import { ResourceName } from '../steps/schemas.ts';
 /** The request's `kind`, also its SNS message attribute: a subscription can filter on `kind`. */
 export const APPROVAL_REQUESTED = 'ApprovalRequested';
 
-export const ApprovalRequestSchema = z.object({
+const ApprovalRequestSchema = z.object({
   kind: z.literal(APPROVAL_REQUESTED),
   clusterId: ResourceName,
   runId: ResourceName,

@@ -13,7 +13,7 @@ import { registryFromEnv } from './store.ts';
 import { type AwsDeps, depsStore, progressTo } from './store-context.ts';
 
 /** A step waits at most this long inside one invocation, then answers NotReadyYet. */
-export const LAMBDA_WAIT_MS = 60_000;
+const LAMBDA_WAIT_MS = 60_000;
 /** Looks at the cluster once a second while waiting: a run of hundreds of nodes stays gentle on the API. */
 export const LAMBDA_POLL_MS = 1000;
 

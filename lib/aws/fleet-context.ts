@@ -4,12 +4,12 @@
  * functions of the steps that need no more (list-clusters, publish-drift, summarize-drift) are bundled
  * without a Kubernetes client; drift-context.ts adds cluster access for check-drift.
  */
-import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { DriftStepContext } from '../drift/steps.ts';
 import type { ClusterRecord, ClusterRegistry } from '../store/registry.ts';
 import { ENV, envVar } from './env.ts';
 import type { Logger } from './logger.ts';
-import { publish } from './publish.ts';
+import { eventsClient, publish } from './publish.ts';
 import { registryFromEnv } from './store.ts';
 
 /** What tests (and another deployment) may swap. */
@@ -21,14 +21,12 @@ export interface DriftDeps {
   readonly now?: () => number;
 }
 
-export type FleetContext = Omit<DriftStepContext, 'clusters' | 'clusterContext'> & {
+type FleetContext = Omit<DriftStepContext, 'clusters' | 'clusterContext'> & {
   readonly clusters: {
     get(clusterId: string): Promise<ClusterRecord | undefined>;
     list(): Promise<ClusterRecord[]>;
   };
 };
-
-let defaultEvents: EventBridgeClient | undefined;
 
 export function fleetContext(deps: DriftDeps = {}): FleetContext {
   const env = deps.env ?? process.env;
@@ -44,10 +42,7 @@ export function fleetContext(deps: DriftDeps = {}): FleetContext {
   };
   return {
     clusters: { get, list: () => registry.list() },
-    publish: (event) => {
-      defaultEvents ??= new EventBridgeClient({});
-      return publish(deps.events ?? defaultEvents, envVar(ENV.eventBusName, env), event);
-    },
+    publish: (event) => publish(deps.events ?? eventsClient(), envVar(ENV.eventBusName, env), event),
     ...(deps.now ? { now: deps.now } : {}),
   };
 }

@@ -9,7 +9,7 @@ import type * as z from 'zod';
 import { parseInput } from '../store/run-record.ts';
 import { idsOf, jsonLogger, type Logger } from './logger.ts';
 
-export type Work = (event: unknown) => Promise<unknown>;
+type Work = (event: unknown) => Promise<unknown>;
 
 export function lambdaHandler(step: string, work: Work, logger: Logger = jsonLogger()) {
   return middy().handler(async (event: unknown) => {

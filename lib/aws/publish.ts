@@ -1,7 +1,15 @@
 /** Putting our events on the bus: each checked against its schema first, so what leaves has its shape. */
-import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { EVENT_SOURCE, OUTGOING_EVENTS, type OutgoingEvent } from '../events.ts';
 import { parseInput } from '../store/run-record.ts';
+
+let defaultClient: EventBridgeClient | undefined;
+
+/** One EventBridge client per container, made on first use. */
+export function eventsClient(): EventBridgeClient {
+  defaultClient ??= new EventBridgeClient({});
+  return defaultClient;
+}
 
 export async function publish(
   events: EventBridgeClient,

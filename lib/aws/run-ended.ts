@@ -3,7 +3,7 @@
  * timeout, StopExecution, the 12 h limit) still holds its cluster: release it by finishing its record as
  * failed, then say how the run ended on the bus. A run our Catch recorded already is left as it is.
  */
-import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { ERROR_NAMES } from '../errors.ts';
 import { ExecutionStatusChange } from '../events.ts';
 import { RunIds } from '../steps/schemas.ts';
@@ -12,7 +12,7 @@ import type { RunStore } from '../store/run-store.ts';
 import { ENV, envVar } from './env.ts';
 import { jsonLogger, type Logger } from './logger.ts';
 import { METRICS, type RunOutcome } from './metrics.ts';
-import { publish } from './publish.ts';
+import { eventsClient, publish } from './publish.ts';
 
 export interface RunEndedDeps {
   readonly store: RunStore;
@@ -22,15 +22,12 @@ export interface RunEndedDeps {
   readonly logger?: Logger;
 }
 
-let defaultEvents: EventBridgeClient | undefined;
-
 /** Causes are our own errors' messages (never secrets), cut to what an event may carry. */
 const short = (text: string | null | undefined) => (text ? text.slice(0, 1000) : undefined);
 
 export async function onRunEnded(event: unknown, deps: RunEndedDeps): Promise<{ released: boolean }> {
   const env = deps.env ?? process.env;
-  defaultEvents ??= new EventBridgeClient({});
-  const events = deps.events ?? defaultEvents;
+  const events = deps.events ?? eventsClient();
   const { detail } = parseInput(ExecutionStatusChange, event, 'execution status change');
   const { clusterId, runId } = parseInput(RunIds, JSON.parse(detail.input ?? '{}'), 'execution input');
   const kind: RunKind =

@@ -5,14 +5,14 @@
  * A stack that requires approval makes every upgrade it starts wait for one, whatever the request says.
  */
 import { createHash } from 'node:crypto';
-import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import type * as z from 'zod';
 import { MigrationRequested, MigrationRequestedDetail } from '../events.ts';
 import { type UpgradeInput, UpgradeInputSchema } from '../steps/schemas.ts';
 import { parseInput } from '../store/run-record.ts';
 import { ENV, envVar } from './env.ts';
-import { publish } from './publish.ts';
+import { eventsClient, publish } from './publish.ts';
 
 /** `up-<16 hex>` / `down-<16 hex>`: a valid run id (a DNS label), one per (cluster, request). */
 export function runIdFor(detail: Pick<MigrationRequestedDetail, 'clusterId' | 'kind' | 'requestId'>): string {
@@ -38,19 +38,24 @@ export interface StartOutcome {
   readonly started: boolean;
 }
 
-let clients: { sfn: SFNClient; events: EventBridgeClient } | undefined;
+let defaultSfn: SFNClient | undefined;
+
+/** One Step Functions client per container, made on first use. */
+function sfnClient(): SFNClient {
+  defaultSfn ??= new SFNClient({});
+  return defaultSfn;
+}
 
 export async function startRequestedRun(event: unknown, deps: StarterDeps = {}): Promise<StartOutcome> {
-  clients ??= { sfn: new SFNClient({}), events: new EventBridgeClient({}) };
   const env = deps.env ?? process.env;
   const { detail } = parseInput(MigrationRequested, event, 'MigrationRequested event');
   const stateMachineArn = envVar(
     detail.kind === 'upgrade' ? ENV.upgradeStateMachineArn : ENV.downgradeStateMachineArn,
     env,
   );
-  const outcome = await startRun(deps.sfn ?? clients.sfn, stateMachineArn, withStackApproval(detail, env));
+  const outcome = await startRun(deps.sfn ?? sfnClient(), stateMachineArn, withStackApproval(detail, env));
   if (outcome.started) {
-    await announceStarted(deps.events ?? clients.events, envVar(ENV.eventBusName, env), detail, outcome);
+    await announceStarted(deps.events ?? eventsClient(), envVar(ENV.eventBusName, env), detail, outcome);
   }
   return outcome;
 }

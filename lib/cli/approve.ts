@@ -54,7 +54,7 @@ const GATE_ENDED = [
 ] as const satisfies readonly (keyof HistoryEvent)[];
 
 /** Whether the execution waits at its approval gate now, read from its history newest first. */
-export async function gateState(sfn: SFNClient, executionArn: string): Promise<GateState> {
+async function gateState(sfn: SFNClient, executionArn: string): Promise<GateState> {
   for await (const e of historyNewestFirst(sfn, executionArn)) {
     if (/^Execution(Succeeded|Failed|Aborted|TimedOut)$/.test(e.type ?? '')) {
       return { waiting: false, why: `it has ended (${e.type})` };

@@ -57,7 +57,7 @@ export interface AwsRunResult {
 }
 
 /** `cli-<base36 time>-<4 hex>`: a request id that MigrationRequested also accepts. */
-export function newRequestId(now = Date.now()): string {
+function newRequestId(now = Date.now()): string {
   return `cli-${now.toString(36)}-${randomBytes(2).toString('hex')}`;
 }
 
@@ -218,7 +218,7 @@ async function newEvents(sfn: SFNClient, executionArn: string, lastId: number): 
  * The history as the local engine's progress: a state entered at the top is `▶ state`, a state entered
  * inside a Map's iteration is one line naming its node (the item the iteration got).
  */
-export function historyProgress(printer: ReturnType<typeof progressPrinter>) {
+function historyProgress(printer: ReturnType<typeof progressPrinter>) {
   let openIterations = 0;
   let transitions = 0;
   return {
@@ -278,7 +278,7 @@ async function follow(sfn: SFNClient, executionArn: string, out: NodeJS.Writable
   }
 }
 
-export function awsSummary(kind: MigrationKind, result: AwsRunResult): string {
+function awsSummary(kind: MigrationKind, result: AwsRunResult): string {
   return renderSummary(
     `${kind} ${result.status.toLowerCase()}: cluster ${result.clusterId}, run ${result.runId}${result.started ? '' : ' (followed)'}`,
     [

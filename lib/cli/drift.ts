@@ -28,7 +28,7 @@ export interface DriftCommand {
   readonly out?: NodeJS.WritableStream;
 }
 
-export function renderReport(report: DriftReport): string {
+function renderReport(report: DriftReport): string {
   const head = `drift of cluster ${report.clusterId} (expected ${report.expect}, ${report.depth} check, ${report.apiRequests} API requests): ${report.status}`;
   if (report.status === 'unknown') return `${head}\n  ${report.error}\n`;
   const rows = report.findings.map(
@@ -97,7 +97,7 @@ function clusterLine(r: DriftSummary): string {
   return [head, ...r.findings.map((f) => `    ${f}`), ...more, ...failed].join('\n');
 }
 
-export function renderFleet(run: FleetRunResult): string {
+function renderFleet(run: FleetRunResult): string {
   const lines = run.results.map(clusterLine);
   for (const e of run.events) {
     lines.push(

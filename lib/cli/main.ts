@@ -4,9 +4,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { eventsClient } from '../aws/publish.ts';
 import { type StackTarget, stackTargetFromOutputs } from '../aws/stack-outputs.ts';
 import type { DesiredMode } from '../drift/findings.ts';
 import { CcmMigrateError } from '../errors.ts';
@@ -257,7 +257,7 @@ export function buildProgram(): Command {
               kind,
               clusterId: o.clusterId,
               sfn: new SFNClient({}),
-              events: new EventBridgeClient({}),
+              events: eventsClient(),
               target: await stackTarget(o, kind),
               maxUnavailable: o.maxUnavailable,
               options,

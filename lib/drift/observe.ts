@@ -9,7 +9,7 @@ import type { V1DaemonSet, V1Deployment, V1Job, V1Lease, V1Node, V1Pod } from '@
 import pLimit from 'p-limit';
 import type { FileReport } from '../agent/protocol.ts';
 import { AGENT_NAME } from '../agent/protocol.ts';
-import { call, httpStatus } from '../kube/errors.ts';
+import { call, orNotFound } from '../kube/errors.ts';
 import type { ProviderFacts } from '../providers/catalog.ts';
 import { CCM_LABEL_SELECTOR } from '../providers/render.ts';
 import { listNodes } from '../steps/cluster.ts';
@@ -43,15 +43,6 @@ function slimNode(node: V1Node): V1Node {
   };
 }
 
-async function orUndefined<T>(request: Promise<T>): Promise<T | undefined> {
-  try {
-    return await request;
-  } catch (err) {
-    if (httpStatus(err) === 404) return undefined;
-    throw err;
-  }
-}
-
 /** Agent Jobs at once in a deep check. */
 const DEEP_CONCURRENCY = 10;
 
@@ -79,17 +70,17 @@ export async function observeCluster(
       core.listNamespacedPod({ namespace: 'kube-system', labelSelector: 'tier=control-plane' }),
     ),
     call('list CCM pods', () => core.listNamespacedPod({ namespace: ns, labelSelector: CCM_LABEL_SELECTOR })),
-    orUndefined(
+    orNotFound(
       call('read the CCM', () =>
         apps.readNamespacedDeployment({ name: facts.deploymentName, namespace: ns }),
       ),
     ),
-    orUndefined(
+    orNotFound(
       call('read the CCM DaemonSet', () =>
         apps.readNamespacedDaemonSet({ name: facts.deploymentName, namespace: ns }),
       ),
     ),
-    orUndefined(
+    orNotFound(
       call('read the CCM lease', () =>
         coordination.readNamespacedLease({ name: facts.leaseName, namespace: ns }),
       ),

@@ -76,3 +76,13 @@ export async function call<T>(what: string, request: () => Promise<T>): Promise<
     throw classifyApiError(err, what);
   }
 }
+
+/** The answer of a read, or undefined when the object is not there (HTTP 404); any other failure is thrown. */
+export async function orNotFound<T>(request: Promise<T>): Promise<T | undefined> {
+  try {
+    return await request;
+  } catch (err) {
+    if (httpStatus(err) === 404) return undefined;
+    throw err;
+  }
+}

@@ -16,7 +16,7 @@ import { parseFlags } from '../controlplane/flags.ts';
 import { OPENSTACK_CREDENTIALS_DIR } from '../controlplane/openstack-cloud-config.ts';
 import { describeObject, FIELD_MANAGER } from '../kube/apply.ts';
 import type { KubeClients } from '../kube/clients.ts';
-import { call, httpStatus } from '../kube/errors.ts';
+import { call, orNotFound } from '../kube/errors.ts';
 import { providerFacts } from '../providers/catalog.ts';
 import { type ContainerImage, renderedImages } from '../providers/image-overrides.ts';
 import { ccmDeploymentRef } from '../providers/render.ts';
@@ -72,12 +72,7 @@ function comparable(obj: KubernetesObject | undefined): string {
 
 async function objectChange(clients: KubeClients, obj: KubernetesObject): Promise<ObjectChange> {
   const what = describeObject(obj);
-  const existing = await call(`read ${what}`, () => clients.objects.read(obj as never)).catch(
-    (err: unknown) => {
-      if (httpStatus(err) === 404) return undefined;
-      throw err;
-    },
-  );
+  const existing = await orNotFound(call(`read ${what}`, () => clients.objects.read(obj as never)));
   const after = await call(`dry-run apply ${what}`, () =>
     clients.objects.patch(obj, undefined, 'All', FIELD_MANAGER, true, PatchStrategy.ServerSideApply),
   );
@@ -101,13 +96,9 @@ async function deployedCloudConfig(
   const { namespace, name } = ccmDeploymentRef(source.provider);
   const kind = source.ccmWorkload === 'daemonset' ? 'DaemonSet' : 'Deployment';
   const ref = { apiVersion: 'apps/v1', kind, metadata: { name, namespace } };
-  const deployed = await call(
-    `read ${kind} ${name}`,
-    async () => (await clients.objects.read(ref)) as V1Deployment | V1DaemonSet,
-  ).catch((err: unknown) => {
-    if (httpStatus(err) === 404) return undefined;
-    throw err;
-  });
+  const deployed = await orNotFound(
+    call(`read ${kind} ${name}`, async () => (await clients.objects.read(ref)) as V1Deployment | V1DaemonSet),
+  );
   const pod = deployed?.spec?.template.spec;
   const path = parseFlags(pod?.containers.flatMap((c) => c.args ?? []) ?? []).get('cloud-config');
   if (path === undefined) return {};

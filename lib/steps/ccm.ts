@@ -5,7 +5,6 @@
  * applies of the same rendered objects: run twice, they change nothing.
  */
 import type { KubernetesObject, V1DaemonSet, V1Deployment, V1Lease, V1Pod } from '@kubernetes/client-node';
-import { parseFlags } from '../controlplane/flags.ts';
 import { OPENSTACK_CREDENTIALS_DIR } from '../controlplane/openstack-cloud-config.ts';
 import { AgentFailedError } from '../errors.ts';
 import { applyObjects } from '../kube/apply.ts';
@@ -20,8 +19,9 @@ import {
   isStagedCcm,
   renderCcmObjects,
 } from '../providers/render.ts';
-import { commandLine, isPodReady, readMirrorPod } from './cluster.ts';
+import { isPodReady } from './cluster.ts';
 import type { StepContext } from './context.ts';
+import { cloudProviderOf, controllerManagersNot, controlPlaneOf } from './controller-managers.ts';
 import { KCM_MANIFEST, TO_EXTERNAL_KUBEADM } from './edits.ts';
 import { editKubeadmConfig } from './kubeadm-config.ts';
 import { runsLeaderMigration, withLeaderMigration } from './leader-migration.ts';
@@ -183,18 +183,6 @@ export async function stageCcm(event: RunIds, ctx: StepContext): Promise<{ chang
   return { changed };
 }
 
-/** Control-plane nodes whose kube-controller-manager still runs (or may still run) the in-tree cloud loops. */
-async function inTreeControllerManagers(ctx: StepContext, snapshot: Snapshot): Promise<string[]> {
-  const inTree = providerFacts(snapshot.provider).inTreeName;
-  const still: string[] = [];
-  for (const node of controlPlaneOf(snapshot)) {
-    const pod = await readMirrorPod(ctx, 'kube-controller-manager', node);
-    const provider = pod && parseFlags(commandLine(pod)).get('cloud-provider');
-    if (!pod || !isPodReady(pod) || provider === inTree) still.push(node);
-  }
-  return still;
-}
-
 /** The pods of the CCM's workload (its selector), whatever their state. */
 export async function ccmPods(ctx: StepContext, snapshot: Snapshot): Promise<V1Pod[]> {
   // The labels render puts on every CCM pod, whatever its workload: no render on each look of a wait.
@@ -283,16 +271,6 @@ async function ccmLeaseUnheld(ctx: StepContext, snapshot: Snapshot): Promise<boo
   return !(await readCcmLease(ctx, snapshot))?.spec?.holderIdentity;
 }
 
-/** Control-plane nodes whose kube-controller-manager does not (yet) run with leader migration. */
-async function controllerManagersWithoutMigration(ctx: StepContext, snapshot: Snapshot): Promise<string[]> {
-  const without: string[] = [];
-  for (const node of controlPlaneOf(snapshot)) {
-    const pod = await readMirrorPod(ctx, 'kube-controller-manager', node);
-    if (!pod || !isPodReady(pod) || !runsLeaderMigration(pod)) without.push(node);
-  }
-  return without;
-}
-
 /** How the started CCM runs, for the progress output. */
 function ccmStarted(snapshot: Snapshot): string {
   return snapshot.ccmWorkload === 'daemonset'
@@ -304,12 +282,6 @@ function ccmStarted(snapshot: Snapshot): string {
 function describeScale(snapshot: Snapshot, replicas: number): string {
   if (snapshot.ccmWorkload !== 'daemonset') return `CCM at ${replicas} replicas`;
   return replicas === 0 ? 'CCM DaemonSet on no node' : ccmStarted(snapshot);
-}
-
-function controlPlaneOf(snapshot: Snapshot): string[] {
-  return Object.entries(snapshot.nodes)
-    .filter(([, n]) => n.role === 'control-plane')
-    .map(([name]) => name);
 }
 
 /**
@@ -355,7 +327,7 @@ async function startCcmMigrating(event: ActivateEvent, ctx: StepContext): Promis
   const snapshot = await loadSnapshot(ctx, event);
   await waitFor(
     'every kube-controller-manager to run with leader migration',
-    async () => (await controllerManagersWithoutMigration(ctx, snapshot)).length === 0,
+    async () => (await controllerManagersNot(ctx, snapshot, runsLeaderMigration)).length === 0,
     ctx,
   );
   return runCcm(ctx, snapshot, true, `${ccmStarted(snapshot)} with leader migration`);
@@ -375,9 +347,11 @@ export async function activateCcm(event: ActivateEvent, ctx: StepContext): Promi
   if (event.handBack) return handCcmBack(event, ctx);
   if (event.leaderMigration) return startCcmMigrating(event, ctx);
   const snapshot = await loadSnapshot(ctx, event);
+  const inTree = providerFacts(snapshot.provider).inTreeName;
   await waitFor(
     'every kube-controller-manager to run without the in-tree provider',
-    async () => (await inTreeControllerManagers(ctx, snapshot)).length === 0,
+    async () =>
+      (await controllerManagersNot(ctx, snapshot, (pod) => cloudProviderOf(pod) !== inTree)).length === 0,
     ctx,
   );
   if (await editKubeadmConfig(ctx, TO_EXTERNAL_KUBEADM)) {

@@ -1,6 +1,6 @@
 /** Reading the cluster the way every step needs it: nodes, their roles and readiness, mirror pods. */
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
-import { call, httpStatus } from '../kube/errors.ts';
+import { call, orNotFound } from '../kube/errors.ts';
 import { latest, type WakeOn, waitFor, wakeOnObject } from '../kube/wait.ts';
 import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
 import type { StepContext } from './context.ts';
@@ -97,18 +97,15 @@ export async function waitForMirrorPod(
 }
 
 export async function readMirrorPod(
-  ctx: StepContext,
+  ctx: ClusterAccess,
   component: string,
   node: string,
 ): Promise<V1Pod | undefined> {
-  try {
-    return await call(`read ${component} on ${node}`, () =>
+  return orNotFound(
+    call(`read ${component} on ${node}`, () =>
       ctx.clients.core.readNamespacedPod({ name: `${component}-${node}`, namespace: 'kube-system' }),
-    );
-  } catch (err) {
-    if (httpStatus(err) === 404) return undefined;
-    throw err;
-  }
+    ),
+  );
 }
 
 export function isPodReady(pod: V1Pod): boolean {

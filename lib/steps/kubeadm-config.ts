@@ -11,21 +11,18 @@ import {
   type Reverted,
   revertClusterConfiguration,
 } from '../controlplane/kubeadm-config.ts';
-import { call, httpStatus } from '../kube/errors.ts';
+import { call, orNotFound } from '../kube/errors.ts';
 import type { ClusterAccess } from './cluster.ts';
 
 async function readKubeadmConfigMap(ctx: ClusterAccess): Promise<V1ConfigMap | undefined> {
-  try {
-    return await call(`read ${KUBEADM_CONFIG.namespace}/${KUBEADM_CONFIG.name}`, () =>
+  return orNotFound(
+    call(`read ${KUBEADM_CONFIG.namespace}/${KUBEADM_CONFIG.name}`, () =>
       ctx.clients.core.readNamespacedConfigMap({
         name: KUBEADM_CONFIG.name,
         namespace: KUBEADM_CONFIG.namespace,
       }),
-    );
-  } catch (err) {
-    if (httpStatus(err) === 404) return undefined;
-    throw err;
-  }
+    ),
+  );
 }
 
 /** The ClusterConfiguration text, or undefined when the cluster has no kubeadm-config. */

@@ -25,7 +25,6 @@ import {
   commandLine,
   hasUninitializedTaint,
   isNodeReady,
-  isPodReady,
   listNodes,
   readMirrorPod,
   readNode,
@@ -33,6 +32,7 @@ import {
   waitForNodeReady,
 } from './cluster.ts';
 import type { StepContext } from './context.ts';
+import { cloudProviderOf, controllerManagersNot, controlPlaneOf } from './controller-managers.ts';
 import {
   CONTROL_PLANE_MANIFESTS,
   ENABLE_LEADER_MIGRATION_STATIC_PODS,
@@ -261,16 +261,11 @@ export async function removeCcm(event: RestoreEvent, ctx: StepContext): Promise<
 export async function verifyInTree(event: RestoreEvent, ctx: StepContext): Promise<Verification> {
   const snapshot = await loadSnapshot(ctx, event);
   const inTree = providerFacts(snapshot.provider).inTreeName;
-  const controlPlane = Object.entries(snapshot.nodes)
-    .filter(([, n]) => n.role === 'control-plane')
-    .map(([name]) => name);
-  for (const node of controlPlane) {
-    const pod = await readMirrorPod(ctx, 'kube-controller-manager', node);
-    if (!pod || !isPodReady(pod) || parseFlags(commandLine(pod)).get('cloud-provider') !== inTree) {
-      throw new VerificationFailedError(
-        `kube-controller-manager on ${node} does not run --cloud-provider=${inTree}`,
-      );
-    }
+  const [node] = await controllerManagersNot(ctx, snapshot, (pod) => cloudProviderOf(pod) === inTree);
+  if (node !== undefined) {
+    throw new VerificationFailedError(
+      `kube-controller-manager on ${node} does not run --cloud-provider=${inTree}`,
+    );
   }
   if ((await ccmPods(ctx, snapshot)).length > 0)
     throw new VerificationFailedError('a CCM pod still runs beside the in-tree controllers');
@@ -288,7 +283,7 @@ export async function verifyInTree(event: RestoreEvent, ctx: StepContext): Promi
   });
   return {
     nodes: nodes.length,
-    cloudController: `kube-controller-manager (${controlPlane.join(', ')})`,
+    cloudController: `kube-controller-manager (${controlPlaneOf(snapshot).join(', ')})`,
     loadBalancers: snapshot.loadBalancers.length,
   };
 }
