@@ -21,7 +21,7 @@ import {
 import { AgentFailedError, InvalidInputError, NotReadyYetError } from '../errors.ts';
 import { applyObjects } from './apply.ts';
 import type { KubeClients } from './clients.ts';
-import { call, httpStatus } from './errors.ts';
+import { call, httpStatus, orNotFound } from './errors.ts';
 import { latest, type WaitOptions, waitFor, wakeOnObject } from './wait.ts';
 import { labelSelectorOf } from './well-known.ts';
 
@@ -101,12 +101,11 @@ function ensureBundle(clients: KubeClients, namespace: string): Promise<void> {
 async function putBundle(clients: KubeClients, namespace: string): Promise<void> {
   const bundle = await agentBundle();
   const hash = sha256(bundle);
-  const current = await call(`read ConfigMap ${namespace}/${AGENT_CONFIGMAP}`, () =>
-    clients.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace }),
-  ).catch((err: unknown) => {
-    if (httpStatus(err) === 404) return undefined;
-    throw err;
-  });
+  const current = await orNotFound(
+    call(`read ConfigMap ${namespace}/${AGENT_CONFIGMAP}`, () =>
+      clients.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace }),
+    ),
+  );
   if (current?.metadata?.annotations?.[AGENT_HASH_ANNOTATION] === hash) return;
   const configMap: KubernetesObject & { data: Record<string, string> } = {
     apiVersion: 'v1',

@@ -5,7 +5,7 @@
  */
 import { type KubernetesObject, PatchStrategy } from '@kubernetes/client-node';
 import type { KubeClients } from './clients.ts';
-import { call, httpStatus } from './errors.ts';
+import { call, orNotFound } from './errors.ts';
 
 /** The field manager of every object ccm-migrate writes (kubectl shows it in managedFields). */
 export const FIELD_MANAGER = 'ccm-migrate';
@@ -24,17 +24,14 @@ export function describeObject(obj: KubernetesObject): string {
 }
 
 async function currentVersion(clients: KubeClients, obj: KubernetesObject): Promise<string | undefined> {
-  try {
-    const existing = await clients.objects.read({
+  const existing = await orNotFound(
+    clients.objects.read({
       apiVersion: obj.apiVersion as string,
       kind: obj.kind as string,
       metadata: { name: obj.metadata?.name as string, namespace: obj.metadata?.namespace as string },
-    });
-    return existing.metadata?.resourceVersion;
-  } catch (err) {
-    if (httpStatus(err) === 404) return undefined;
-    throw err;
-  }
+    }),
+  );
+  return existing?.metadata?.resourceVersion;
 }
 
 /**

@@ -8,7 +8,7 @@ import type { KubernetesObject, V1DaemonSet, V1Deployment, V1Lease, V1Pod } from
 import { OPENSTACK_CREDENTIALS_DIR } from '../controlplane/openstack-cloud-config.ts';
 import { AgentFailedError } from '../errors.ts';
 import { applyObjects } from '../kube/apply.ts';
-import { call, httpStatus } from '../kube/errors.ts';
+import { call, orNotFound } from '../kube/errors.ts';
 import { waitFor, wakeOnObject } from '../kube/wait.ts';
 import { providerFacts } from '../providers/catalog.ts';
 import { describeImage, renderedImages } from '../providers/image-overrides.ts';
@@ -52,20 +52,18 @@ async function currentState(
   snapshot: Snapshot,
   workload: CcmWorkloadObject,
 ): Promise<{ replicas: number | undefined; leaderMigration: boolean } | undefined> {
-  try {
-    const existing = (await call(`read ${workload.kind} ${workload.metadata?.name}`, () =>
+  const existing = (await orNotFound(
+    call(`read ${workload.kind} ${workload.metadata?.name}`, () =>
       ctx.clients.objects.read(workload as never),
-    )) as CcmWorkloadObject;
-    const spec = existing.spec as (V1Deployment['spec'] & V1DaemonSet['spec']) | undefined;
-    const staged = isStagedCcm(workload.kind, spec);
-    return {
-      replicas: staged ? 0 : workload.kind === 'DaemonSet' ? snapshot.ccmReplicas : spec?.replicas,
-      leaderMigration: runsLeaderMigration({ spec: spec?.template.spec } as V1Pod),
-    };
-  } catch (err) {
-    if (httpStatus(err) === 404) return undefined;
-    throw err;
-  }
+    ),
+  )) as CcmWorkloadObject | undefined;
+  if (!existing) return undefined;
+  const spec = existing.spec as (V1Deployment['spec'] & V1DaemonSet['spec']) | undefined;
+  const staged = isStagedCcm(workload.kind, spec);
+  return {
+    replicas: staged ? 0 : workload.kind === 'DaemonSet' ? snapshot.ccmReplicas : spec?.replicas,
+    leaderMigration: runsLeaderMigration({ spec: spec?.template.spec } as V1Pod),
+  };
 }
 
 /**
@@ -204,12 +202,11 @@ export async function ccmLeader(ctx: StepContext, snapshot: Snapshot): Promise<s
 /** The CCM's Lease, or undefined before any CCM took it. */
 async function readCcmLease(ctx: StepContext, snapshot: Snapshot): Promise<V1Lease | undefined> {
   const facts = providerFacts(snapshot.provider);
-  return call('read the CCM lease', () =>
-    ctx.clients.coordination.readNamespacedLease({ name: facts.leaseName, namespace: facts.namespace }),
-  ).catch((err: unknown) => {
-    if (httpStatus(err) === 404) return undefined;
-    throw err;
-  });
+  return orNotFound(
+    call('read the CCM lease', () =>
+      ctx.clients.coordination.readNamespacedLease({ name: facts.leaseName, namespace: facts.namespace }),
+    ),
+  );
 }
 
 /** Who holds the CCM's Lease, and which of `pods` (the CCM's, listed by the caller) that is. */

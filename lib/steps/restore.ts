@@ -7,7 +7,6 @@
  */
 import { type KubernetesObject, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { AgentRequest, AgentResult } from '../agent/protocol.ts';
-import { parseFlags } from '../controlplane/flags.ts';
 import { KUBELET_FILES } from '../controlplane/kubelet-sources.ts';
 import { AgentFailedError, NotReadyYetError, VerificationFailedError } from '../errors.ts';
 import {
@@ -22,7 +21,6 @@ import { waitFor } from '../kube/wait.ts';
 import { inTreeTarget, providerFacts } from '../providers/catalog.ts';
 import { ccmPods, ccmWorkloadOf, renderCcm } from './ccm.ts';
 import {
-  commandLine,
   hasUninitializedTaint,
   isNodeReady,
   listNodes,
@@ -161,7 +159,7 @@ export async function restoreControlPlaneNode(
     const backedUp = result.files.some((f) => f.path === manifest);
     if (!backedUp) {
       const pod = await readMirrorPod(ctx, component, event.node);
-      if (pod && parseFlags(commandLine(pod)).get('cloud-provider') !== wanted) {
+      if (pod && cloudProviderOf(pod) !== wanted) {
         throw new AgentFailedError(
           `${event.node}:${manifest} was changed but run ${event.sourceRunId} has no backup of it: put --cloud-provider=${wanted ?? '(none)'} back by hand`,
         );
@@ -173,7 +171,7 @@ export async function restoreControlPlaneNode(
       event.node,
       `with --cloud-provider=${wanted ?? '(none)'} again${event.leaderMigration && component === 'kube-controller-manager' ? ', under leader migration' : ''}`,
       (pod) =>
-        parseFlags(commandLine(pod)).get('cloud-provider') === wanted &&
+        cloudProviderOf(pod) === wanted &&
         (component !== 'kube-controller-manager' || runsLeaderMigration(pod) === event.leaderMigration),
     );
   }
