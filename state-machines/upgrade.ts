@@ -20,6 +20,9 @@
  *
  * A failure after preflight rolls back what this run changed (the restore sequence, from this run's own
  * backups) and ends the execution as RolledBack; a failure of the rollback itself ends it as it stands.
+ * Once the CCM led under leader migration, the rollback hands the cloud controllers back the same way the
+ * downgrade does (the CCM keeps them until every kube-controller-manager is in-tree again); before, or
+ * without leader migration, it takes the plain way (the CCM stopped first).
  *
  * JSONPath only (HOUSE-STYLE 7): the local engine runs this same definition.
  */
@@ -47,6 +50,7 @@ export const UPGRADE_STATES = {
   enableMigration: 'Enable leader migration, one node at a time',
   enableMigrationNode: 'Enable leader migration on a node',
   startCcmMigrating: 'Start the CCM under leader migration',
+  ccmRuns: 'Note that the CCM runs: a rollback can hand back',
   activate: 'Start the CCM',
   kubelets: 'Flip kubelets, control plane first',
   flipKubelet: 'Flip a kubelet',
@@ -62,11 +66,24 @@ export const UPGRADE_STATES = {
   rollbackControlPlane: 'Roll back the control plane, one node at a time',
   rollbackNode: 'Roll back a control-plane node',
   rollbackRemoveCcm: 'Roll back: remove the CCM',
+  rollbackByLeaderMigration: 'Roll back by leader migration?',
+  rollbackCcmMigrating: 'Roll back: run the CCM under leader migration',
+  rollbackControlPlaneMigrating: 'Roll back the control plane under leader migration, one node at a time',
+  rollbackNodeMigrating: 'Roll back a control-plane node under leader migration',
+  rollbackStopCcmMigrating: 'Roll back: stop the CCM, the migration lease passes back',
+  rollbackMigrationOff: 'Roll back: leader migration off, one node at a time',
+  rollbackMigrationOffNode: 'Roll back: turn leader migration off on a node',
   recordRollback: 'Record the rollback',
   rolledBack: 'Rolled back',
   recordRollbackFailure: 'Record the failed rollback',
   rollbackFailed: 'Rollback failed',
 } as const;
+
+/**
+ * Where the run notes, once the CCM started under leader migration, that its rollback may hand the cloud
+ * controllers back by leader migration (`{enabled, reason}`, as preflight's decision). Absent: the plain way.
+ */
+const HAND_BACK_PATH = '$.handBack';
 
 /** How long the approval gate waits for an answer by default. */
 export const APPROVAL_TIMEOUT = Duration.hours(24);
@@ -116,6 +133,19 @@ export function upgradeDefinition(
     kubeletOrderPath: '$.preflight.kubeletOrder',
     controlPlanePath: '$.preflight.controlPlaneNodes',
     onError: rollbackFailure.catchInto,
+    // Only a CCM known to run can take the cloud loops while the control plane goes back (ADR 0004).
+    handBack: {
+      decisionPath: HAND_BACK_PATH,
+      names: {
+        useLeaderMigration: S.rollbackByLeaderMigration,
+        ccmMigrating: S.rollbackCcmMigrating,
+        controlPlane: S.rollbackControlPlaneMigrating,
+        restoreNode: S.rollbackNodeMigrating,
+        stopCcm: S.rollbackStopCcmMigrating,
+        migrationOff: S.rollbackMigrationOff,
+        migrationOffNode: S.rollbackMigrationOffNode,
+      },
+    },
   });
   rollback.end
     .next(
@@ -196,6 +226,13 @@ export function upgradeDefinition(
       resultPath: sfn.JsonPath.DISCARD,
     }),
   );
+  // Set only on the leader migration path and only once the CCM led under the migration lease: a rollback from
+  // any later failure hands back to it; before (a CCM that never ran or did not start) it takes the plain way.
+  const ccmRuns = new sfn.Pass(scope, S.ccmRuns, {
+    stateName: S.ccmRuns,
+    result: sfn.Result.fromObject({ enabled: true, reason: 'the CCM led under the migration lease' }),
+    resultPath: HAND_BACK_PATH,
+  });
   // One Map over every node, control-plane nodes first: at most maxUnavailable kubelets restart at once,
   // so the whole flip takes ⌈nodes / maxUnavailable⌉ kubelet restarts (a kubelet restart stops no pod).
   const kubelets = catchRollingBack(
@@ -226,7 +263,7 @@ export function upgradeDefinition(
     new sfn.Choice(scope, S.useLeaderMigration, { stateName: S.useLeaderMigration })
       .when(
         isTrue('$.preflight.leaderMigration.enabled'),
-        enableMigration.next(startCcmMigrating).next(controlPlane),
+        enableMigration.next(startCcmMigrating).next(ccmRuns).next(controlPlane),
       )
       .otherwise(controlPlane),
   );
