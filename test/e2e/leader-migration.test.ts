@@ -4,7 +4,7 @@
  * meanwhile, sampled from the twin: which processes ran the cloud loops, and every window with none.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { FIXTURES, fixtureSpec } from '../twin/running-twin.ts';
+import { LEASE_MS, observeControllers, realishHaSpec } from './controllers.ts';
 import { type E2E, nodeFiles, startE2E } from './harness.ts';
 
 let e2e: E2E | undefined;
@@ -12,19 +12,6 @@ afterEach(async () => {
   await e2e?.stop();
   e2e = undefined;
 });
-
-const LEASE_MS = 1000;
-/** Static pods restart in ~0.3 s, a CCM pod starts in 0.8 s (image pull), leases last 1 s. */
-const REALISH = {
-  staticPodRestart: 300,
-  kubeletRestart: 100,
-  podStart: 800,
-  nodeInit: 20,
-  fileCheck: 20,
-  jobStart: 10,
-  apiRequest: 0,
-  leaseDuration: LEASE_MS,
-};
 
 interface Observed {
   readonly status: string;
@@ -36,50 +23,19 @@ interface Observed {
   readonly violations: string[];
 }
 
-/** Sample which processes run the cloud loops while `run` runs, every 5 ms, and the monitor's verdict. */
 async function observe(run: () => Promise<{ status: string }>): Promise<Observed> {
-  const { controllers, monitor } = (e2e as E2E).t.twin;
-  const noController: number[] = [];
-  let since: number | undefined;
-  let maxActive = 0;
-  let noControllerMidway = false;
-  const { store } = (e2e as E2E).t.twin;
-  /** Some kube-controller-managers already in-tree and some still external: the control plane half-way. */
-  const midway = (): boolean => {
-    const external = ['cp-1', 'cp-2', 'cp-3'].map((node) =>
-      JSON.stringify(
-        store.tryGet('pods', 'kube-system', `kube-controller-manager-${node}`)?.spec ?? '',
-      ).includes('--cloud-provider=external'),
-    );
-    return external.includes(true) && external.includes(false);
-  };
-  const sample = (): void => {
-    const active = controllers.active().length;
-    maxActive = Math.max(maxActive, active);
-    if (active === 0) noControllerMidway ||= midway();
-    if (active === 0) since ??= Date.now();
-    else if (since !== undefined) {
-      noController.push(Date.now() - since);
-      since = undefined;
-    }
-  };
-  const timer = setInterval(sample, 5);
-  const result = await run();
-  clearInterval(timer);
-  sample();
-  if (since !== undefined) noController.push(Date.now() - since);
-  const violations = monitor.violations().filter((v) => v.kind !== 'api-unavailable');
+  const seen = await observeControllers(e2e as E2E, run);
   return {
-    status: result.status,
-    noController,
-    noControllerMidway,
-    maxActive,
-    violations: violations.map((v) => v.kind),
+    status: seen.result.status,
+    noController: seen.noController.map((w) => w.ms),
+    noControllerMidway: seen.noController.some((w) => w.midway),
+    maxActive: seen.maxActive,
+    violations: seen.violations,
   };
 }
 
 async function startRealish(): Promise<E2E> {
-  e2e = await startE2E(await fixtureSpec(FIXTURES.awsHaMini, { overrides: { latencies: REALISH } }));
+  e2e = await startE2E(await realishHaSpec());
   return e2e;
 }
 

@@ -14,6 +14,7 @@ import { STEP_IDS } from '../../state-machines/steps.ts';
 import { UPGRADE_STATES, upgradeDefinition } from '../../state-machines/upgrade.ts';
 import { recording } from '../local/recording.ts';
 import { FIXTURES, fixtureSpec } from '../twin/running-twin.ts';
+import { LEASE_MS, observeControllers, realishHaSpec } from './controllers.ts';
 import { type E2E, nodeFiles, startE2E } from './harness.ts';
 
 const S = UPGRADE_STATES;
@@ -126,65 +127,6 @@ describe('the rollback definition chooses its way back from where the upgrade fa
   });
 });
 
-const LEASE_MS = 1000;
-/** test/e2e/leader-migration.test.ts's latencies: static pods restart in 0.3 s, CCM pods start in 0.8 s. */
-const REALISH = {
-  staticPodRestart: 300,
-  kubeletRestart: 100,
-  podStart: 800,
-  nodeInit: 20,
-  fileCheck: 20,
-  jobStart: 10,
-  apiRequest: 0,
-  leaseDuration: LEASE_MS,
-};
-
-/** A window in which no process ran the cloud loops. */
-interface NoController {
-  /** When it began (ms since the epoch) and how long it lasted. */
-  readonly since: number;
-  readonly ms: number;
-  /** Whether some kube-controller-managers were in-tree and some external meanwhile. */
-  readonly midway: boolean;
-}
-
-/** Sample which processes run the cloud loops every 5 ms while `run` runs (as leader-migration.test.ts does). */
-async function observe<T>(
-  run: () => Promise<T>,
-): Promise<{ result: T; noController: NoController[]; maxActive: number }> {
-  const { controllers, store } = (e2e as E2E).t.twin;
-  const noController: NoController[] = [];
-  let open: { since: number; midway: boolean } | undefined;
-  let maxActive = 0;
-  const midway = (): boolean => {
-    const external = ['cp-1', 'cp-2', 'cp-3'].map((node) =>
-      JSON.stringify(
-        store.tryGet('pods', 'kube-system', `kube-controller-manager-${node}`)?.spec ?? '',
-      ).includes('--cloud-provider=external'),
-    );
-    return external.includes(true) && external.includes(false);
-  };
-  const close = (): void => {
-    if (open) noController.push({ ...open, ms: Date.now() - open.since });
-    open = undefined;
-  };
-  const sample = (): void => {
-    const active = controllers.active().length;
-    maxActive = Math.max(maxActive, active);
-    if (active > 0) close();
-    else {
-      open ??= { since: Date.now(), midway: false };
-      open.midway ||= midway();
-    }
-  };
-  const timer = setInterval(sample, 5);
-  const result = await run();
-  clearInterval(timer);
-  sample();
-  close();
-  return { result, noController, maxActive };
-}
-
 /**
  * The upgrade with `fault` from entering state `at` (its `entry`th time, a Map's item) until the rollback
  * starts, the states it entered and when the rollback started.
@@ -250,10 +192,10 @@ describe('an HA upgrade that fails after the CCM led under leader migration', ()
   ] as const)(
     'rolls back by handing the cloud controllers back when it fails %s: never two, gaps only while a lease expires',
     async (_when, at, entry, fault) => {
-      e2e = await startE2E(await fixtureSpec(FIXTURES.awsHaMini, { overrides: { latencies: REALISH } }));
+      e2e = await startE2E(await realishHaSpec());
       const start = await nodeFiles(e2e.t);
 
-      const seen = await observe(() => failingUpgrade(at, fault, { entry }));
+      const seen = await observeControllers(e2e as E2E, () => failingUpgrade(at, fault, { entry }));
       const { result, states, rollbackStartedAt } = seen.result;
 
       expect(result.error?.name, result.error?.cause).toBe('RolledBack');
@@ -278,9 +220,9 @@ describe('an HA upgrade that fails after the CCM led under leader migration', ()
 
   // The same failure without leader migration: the measure above sees the window the hand-back avoids.
   it('without it, the plain way back leaves the cloud loops stopped with the control plane half-way', async () => {
-    e2e = await startE2E(await fixtureSpec(FIXTURES.awsHaMini, { overrides: { latencies: REALISH } }));
+    e2e = await startE2E(await realishHaSpec());
 
-    const seen = await observe(() =>
+    const seen = await observeControllers(e2e as E2E, () =>
       failingUpgrade(S.verify, listServicesFails, { options: { leaderMigration: false } }),
     );
     const { result, states, rollbackStartedAt } = seen.result;
