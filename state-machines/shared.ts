@@ -76,7 +76,8 @@ export interface HandBackStateNames {
  * Kubelets back in-tree (maxUnavailable at a time), the CCM stopped, the control plane back one node at a
  * time, the CCM's objects removed: see lib/steps/restore.ts for why in this order. With `handBack`, on a
  * cluster preflight chose leader migration for: the CCM under leader migration, each kube-controller-manager
- * back in-tree with it, the CCM stopped, each one restored without it.
+ * back in-tree with it, the CCM stopped, each one restored without it; the plain way if the CCM cannot roll
+ * out under the migration lease.
  */
 export function restoreSequence(
   scope: Construct,
@@ -137,14 +138,14 @@ export function restoreSequence(
   }
   const hb = opts.handBack.names;
   const decision = opts.handBack.decisionPath;
-  const ccmMigrating = onError(
-    stepTask(scope, {
-      stateName: hb.ccmMigrating,
-      step: 'activate-ccm',
-      payload: sfn.TaskInput.fromObject({ ...IDS, handBack: true }),
-      resultPath: sfn.JsonPath.DISCARD,
-    }),
-  );
+  // A CCM that cannot roll out under the migration lease cannot carry the cloud loops: then the plain way
+  // (the CCM stopped first) is the safe one, so that error is caught there rather than ending the run.
+  const ccmMigrating = stepTask(scope, {
+    stateName: hb.ccmMigrating,
+    step: 'activate-ccm',
+    payload: sfn.TaskInput.fromObject({ ...IDS, handBack: true }),
+    resultPath: sfn.JsonPath.DISCARD,
+  }).addCatch(plain, { errors: [sfn.Errors.ALL], resultPath: '$.handBackError' });
   ccmMigrating
     .next(controlPlaneBack(hb.controlPlane, hb.restoreNode, true))
     .next(stopCcm(hb.stopCcm))

@@ -125,6 +125,34 @@ describe('the rollback definition chooses its way back from where the upgrade fa
     );
     expect(order.slice(kubeletsBack + 1)).toEqual(expected);
   });
+
+  it('takes the plain way when the CCM cannot roll out under the migration lease at hand-back time', async () => {
+    const { calls, handlers } = recording(STEP_IDS, {
+      preflight: preflightAnswer(true),
+      verify: async () => {
+        throw new VerificationFailedError('injected');
+      },
+      'activate-ccm': async (event: unknown) => {
+        if ((event as Event).handBack === true) throw new VerificationFailedError('the CCM did not start');
+        return {};
+      },
+    });
+
+    const result = await runLocally({ workflow, handlers, input });
+
+    // The run ends as rolled back with the upgrade's own error, not as a failed rollback.
+    expect(result.error).toEqual({ name: 'RolledBack', cause: 'injected' });
+    const order = calls.map((c) => (c.event.handBack === true ? `${c.step}:hand-back` : c.step));
+    const handBack = order.indexOf('activate-ccm:hand-back');
+    expect(order.slice(handBack)).toEqual([
+      'activate-ccm:hand-back',
+      'stop-ccm',
+      'restore-control-plane-node',
+      'restore-control-plane-node',
+      'remove-ccm',
+      'record-rollback',
+    ]);
+  });
 });
 
 /**
