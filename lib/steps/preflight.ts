@@ -8,6 +8,7 @@ import type { FileReport } from '../agent/protocol.ts';
 import { translatedCloudConfigPath } from '../controlplane/openstack-cloud-config.ts';
 import { AgentFailedError, PreflightFailedError } from '../errors.ts';
 import { call } from '../kube/errors.ts';
+import { readSecretMetadata } from '../kube/metadata.ts';
 import { waitFor } from '../kube/wait.ts';
 import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
 import { ccmImageFor, neverInTree, PROVIDERS, type ProviderId, providerFacts } from '../providers/catalog.ts';
@@ -224,7 +225,8 @@ async function requireCloudConfigFile(
  * Whether the in-tree cloud config needs a copy the CCM can read (OpenStack's `[Global] secret-name`,
  * which OCCM ignores), asked of every control-plane node's agent in a dry run: the agents answer with the
  * Secret's name only. The nodes must agree, and the Secret must be in the CCM's namespace, the only one
- * whose Secrets its pods can mount. A config the agent cannot parse fails here, naming the file.
+ * whose Secrets its pods can mount, and exist there. A config the agent cannot parse fails here, naming
+ * the file.
  */
 async function planCloudConfigTranslation(
   ctx: ExamineContext,
@@ -272,6 +274,13 @@ async function planCloudConfigTranslation(
   if (namespace !== ccmNamespace) {
     throw new PreflightFailedError(
       `${source} takes the ${displayName} credentials from Secret ${ref} ([Global] secret-namespace), and the cloud-controller-manager runs in ${ccmNamespace}, whose Secrets only it can mount: copy the Secret to ${ccmNamespace}/${name} and point secret-namespace at ${ccmNamespace} first`,
+    );
+  }
+  // The CCM would not start without it, and the run would roll back after changing the cluster: refuse now.
+  // Asked for its metadata only: the orchestrator never receives the credentials.
+  if ((await readSecretMetadata(ctx.clients, { namespace, name })) === undefined) {
+    throw new PreflightFailedError(
+      `${displayName} credentials Secret ${ref} named by [Global] secret-name in ${source} on ${listOf(named.map((n) => n.node))} does not exist: create it (or drop secret-name) and run again`,
     );
   }
   return { source, target, credentialsSecret: { name, namespace } };

@@ -13,6 +13,12 @@ import { dryRunCreate, dryRunDelete, dryRunUpdate } from './dryrun.ts';
 import { listObjects } from './list.ts';
 import { asObjectOf, placeInNamespace, requireName } from './objects.ts';
 import { boolParam, deleteOptionsOf, fieldManagerOf, isDryRun, validatePatchOptions } from './options.ts';
+import {
+  contentTypeOf,
+  partialObjectMetadata,
+  partialObjectMetadataList,
+  partialRenderingFor,
+} from './partial-metadata.ts';
 import type { ResourceRoute } from './route.ts';
 import { requestMatcher } from './selectors.ts';
 
@@ -27,6 +33,8 @@ export interface VerbRequest {
 export interface Answer {
   readonly code: number;
   readonly body: unknown;
+  /** When not plain JSON (a metadata-only GET). */
+  readonly contentType?: string;
 }
 
 function nameOf(r: VerbRequest): string {
@@ -38,11 +46,26 @@ function keyOf(r: VerbRequest): string {
 }
 
 export function getObject(r: VerbRequest): Answer {
-  return { code: 200, body: r.store.get(keyOf(r), r.route.namespace, nameOf(r)) };
+  // Negotiated first, as the API server does: a 406 before a 404.
+  const partial = partialRenderingFor(r.headers.accept, 'object');
+  const obj = r.store.get(keyOf(r), r.route.namespace, nameOf(r));
+  if (!partial) return { code: 200, body: obj };
+  return {
+    code: 200,
+    body: partialObjectMetadata(obj, partial.version),
+    contentType: contentTypeOf(partial),
+  };
 }
 
 export function listCollection(r: VerbRequest): Answer {
-  return { code: 200, body: listObjects(r.store, r.route.type, r.route.namespace, r.query) };
+  const partial = partialRenderingFor(r.headers.accept, 'list');
+  const list = listObjects(r.store, r.route.type, r.route.namespace, r.query);
+  if (!partial) return { code: 200, body: list };
+  return {
+    code: 200,
+    body: partialObjectMetadataList(list, partial.version),
+    contentType: contentTypeOf(partial),
+  };
 }
 
 export function createObject(r: VerbRequest): Answer {

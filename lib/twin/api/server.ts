@@ -122,7 +122,7 @@ export async function startApiServer(opts: {
     }
     const body = route.verb === 'get' || route.verb === 'list' ? '' : await readBody(req);
     const answer = HANDLERS[route.verb]({ store: ctx.store, route, query, headers: req.headers, body });
-    sendJson(res, answer.code, answer.body);
+    sendJson(res, answer.code, answer.body, answer.contentType);
   }
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
