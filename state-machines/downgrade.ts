@@ -24,6 +24,7 @@ export const DOWNGRADE_STATES = {
   removeCcm: 'Remove the CCM',
   useLeaderMigration: 'Hand back by leader migration?',
   ccmMigrating: 'Run the CCM under leader migration',
+  handBackFallBack: 'The CCM did not start under leader migration: the plain way back',
   controlPlaneMigrating: 'Control plane back in-tree under leader migration, one node at a time',
   restoreNodeMigrating: 'Restore a control-plane node under leader migration',
   stopCcmMigrating: 'Stop the CCM, the migration lease passes back',
@@ -64,6 +65,7 @@ export function downgradeDefinition(scope: Construct, stepTask: StepTaskFactory)
       names: {
         useLeaderMigration: S.useLeaderMigration,
         ccmMigrating: S.ccmMigrating,
+        fallBack: S.handBackFallBack,
         controlPlane: S.controlPlaneMigrating,
         restoreNode: S.restoreNodeMigrating,
         stopCcm: S.stopCcmMigrating,

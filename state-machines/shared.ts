@@ -5,6 +5,7 @@
  */
 import { aws_stepfunctions as sfn } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import { ERROR_NAMES } from '../lib/errors.ts';
 import type { StepId, StepTaskFactory } from './steps.ts';
 
 /** Paths in the execution state. The input carries `clusterId`, `runId`, `maxUnavailable` and `options`. */
@@ -65,6 +66,8 @@ export interface RestoreStateNames {
 export interface HandBackStateNames {
   readonly useLeaderMigration: string;
   readonly ccmMigrating: string;
+  /** Passed when the CCM never became Ready under the lease: the plain way from there. */
+  readonly fallBack: string;
   readonly controlPlane: string;
   readonly restoreNode: string;
   readonly stopCcm: string;
@@ -138,14 +141,19 @@ export function restoreSequence(
   }
   const hb = opts.handBack.names;
   const decision = opts.handBack.decisionPath;
-  // A CCM that cannot roll out under the migration lease cannot carry the cloud loops: then the plain way
-  // (the CCM stopped first) is the safe one, so that error is caught there rather than ending the run.
-  const ccmMigrating = stepTask(scope, {
-    stateName: hb.ccmMigrating,
-    step: 'activate-ccm',
-    payload: sfn.TaskInput.fromObject({ ...IDS, handBack: true }),
-    resultPath: sfn.JsonPath.DISCARD,
-  }).addCatch(plain, { errors: [sfn.Errors.ALL], resultPath: '$.handBackError' });
+  // A CCM that never became Ready under the migration lease (its wait ran out) cannot carry the cloud loops:
+  // then the plain way (the CCM stopped first) is the safe one. Any other error ends the run as it stands,
+  // the CCM still running them. The Pass state names the fallback in the progress output and the history.
+  const fallBack = new sfn.Pass(scope, hb.fallBack, { stateName: hb.fallBack });
+  fallBack.next(plain);
+  const ccmMigrating = onError(
+    stepTask(scope, {
+      stateName: hb.ccmMigrating,
+      step: 'activate-ccm',
+      payload: sfn.TaskInput.fromObject({ ...IDS, handBack: true }),
+      resultPath: sfn.JsonPath.DISCARD,
+    }).addCatch(fallBack, { errors: [ERROR_NAMES.notReadyYet], resultPath: '$.handBackError' }),
+  );
   ccmMigrating
     .next(controlPlaneBack(hb.controlPlane, hb.restoreNode, true))
     .next(stopCcm(hb.stopCcm))

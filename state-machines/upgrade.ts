@@ -20,7 +20,7 @@
  *
  * A failure after preflight rolls back what this run changed (the restore sequence, from this run's own
  * backups) and ends the execution as RolledBack; a failure of the rollback itself ends it as it stands.
- * Once the CCM led under leader migration, the rollback hands the cloud controllers back the same way the
+ * Once the CCM ran Ready under leader migration (holding its own lease), the rollback hands the cloud controllers back the same way the
  * downgrade does (the CCM keeps them until every kube-controller-manager is in-tree again); before, or
  * without leader migration, it takes the plain way (the CCM stopped first).
  *
@@ -68,6 +68,7 @@ export const UPGRADE_STATES = {
   rollbackRemoveCcm: 'Roll back: remove the CCM',
   rollbackByLeaderMigration: 'Roll back by leader migration?',
   rollbackCcmMigrating: 'Roll back: run the CCM under leader migration',
+  rollbackFallBack: 'Roll back: the CCM did not start under leader migration, the plain way',
   rollbackControlPlaneMigrating: 'Roll back the control plane under leader migration, one node at a time',
   rollbackNodeMigrating: 'Roll back a control-plane node under leader migration',
   rollbackStopCcmMigrating: 'Roll back: stop the CCM, the migration lease passes back',
@@ -139,6 +140,7 @@ export function upgradeDefinition(
       names: {
         useLeaderMigration: S.rollbackByLeaderMigration,
         ccmMigrating: S.rollbackCcmMigrating,
+        fallBack: S.rollbackFallBack,
         controlPlane: S.rollbackControlPlaneMigrating,
         restoreNode: S.rollbackNodeMigrating,
         stopCcm: S.rollbackStopCcmMigrating,
@@ -226,11 +228,11 @@ export function upgradeDefinition(
       resultPath: sfn.JsonPath.DISCARD,
     }),
   );
-  // Set only on the leader migration path and only once the CCM led under the migration lease: a rollback from
+  // Set only on the leader migration path and only once the CCM ran Ready under leader migration: a rollback from
   // any later failure hands back to it; before (a CCM that never ran or did not start) it takes the plain way.
   const ccmRuns = new sfn.Pass(scope, S.ccmRuns, {
     stateName: S.ccmRuns,
-    result: sfn.Result.fromObject({ enabled: true, reason: 'the CCM led under the migration lease' }),
+    result: sfn.Result.fromObject({ enabled: true, reason: 'the CCM ran Ready under leader migration' }),
     resultPath: HAND_BACK_PATH,
   });
   // One Map over every node, control-plane nodes first: at most maxUnavailable kubelets restart at once,

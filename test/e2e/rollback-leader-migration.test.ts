@@ -1,15 +1,17 @@
 /**
- * An upgrade's rollback hands the cloud controllers back by leader migration once the CCM led under the
- * migration lease (ADR 0004): the CCM keeps the cloud loops while every kube-controller-manager comes back
+ * An upgrade's rollback hands the cloud controllers back by leader migration once the CCM ran Ready under
+ * leader migration (ADR 0004): the CCM keeps the cloud loops while every kube-controller-manager comes back
  * in-tree, so there is never a window with none but a lease's expiry. Before that (a CCM that never ran, or
  * did not start) the rollback takes the plain way: it cannot lean on that CCM.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { VerificationFailedError } from '../../lib/errors.ts';
+import { AgentFailedError, NotReadyYetError, VerificationFailedError } from '../../lib/errors.ts';
 import { type EventLog, runLocally } from '../../lib/local/engine.ts';
 import { renderDefinition } from '../../lib/local/render.ts';
 import type { UpgradeInput } from '../../lib/steps/schemas.ts';
 import type { Fault } from '../../lib/twin/spec.ts';
+import { DOWNGRADE_STATES, downgradeDefinition } from '../../state-machines/downgrade.ts';
+import { WAIT_FOR_CLUSTER } from '../../state-machines/retry-policies.ts';
 import { STEP_IDS } from '../../state-machines/steps.ts';
 import { UPGRADE_STATES, upgradeDefinition } from '../../state-machines/upgrade.ts';
 import { recording } from '../local/recording.ts';
@@ -126,32 +128,86 @@ describe('the rollback definition chooses its way back from where the upgrade fa
     expect(order.slice(kubeletsBack + 1)).toEqual(expected);
   });
 
-  it('takes the plain way when the CCM cannot roll out under the migration lease at hand-back time', async () => {
-    const { calls, handlers } = recording(STEP_IDS, {
+  const failingHandBack = (error: Error) =>
+    recording(STEP_IDS, {
       preflight: preflightAnswer(true),
+      'downgrade-preflight': async () => ({
+        alreadyInTree: false,
+        sourceRunId: 'up-1',
+        controlPlaneNodes: ['cp-1', 'cp-2'],
+        kubeletOrder: ['cp-1', 'cp-2', 'w-1'],
+        leaderMigration: { enabled: true, reason: 'HA' },
+      }),
       verify: async () => {
         throw new VerificationFailedError('injected');
       },
       'activate-ccm': async (event: unknown) => {
-        if ((event as Event).handBack === true) throw new VerificationFailedError('the CCM did not start');
+        if ((event as Event).handBack === true) throw error;
         return {};
       },
     });
+  /** The steps from the hand-back's first on, its retries counted apart. */
+  const afterHandBack = (calls: { step: string; event: Event }[]): { steps: string[]; attempts: number } => {
+    const order = calls.map((c) => (c.event.handBack === true ? `${c.step}:hand-back` : c.step));
+    const from = order.slice(order.indexOf('activate-ccm:hand-back'));
+    const attempts = from.filter((s) => s === 'activate-ccm:hand-back').length;
+    return { steps: from.filter((s, i) => s !== 'activate-ccm:hand-back' || i === 0), attempts };
+  };
+  const plainAfterHandBack = [
+    'activate-ccm:hand-back',
+    'stop-ccm',
+    'restore-control-plane-node',
+    'restore-control-plane-node',
+    'remove-ccm',
+  ];
+  // The hand-back's Task retries a wait that ran out (NotReadyYet): no pauses here.
+  const noPauses = { [S.rollbackCcmMigrating]: 0, [DOWNGRADE_STATES.ccmMigrating]: 0 };
 
-    const result = await runLocally({ workflow, handlers, input });
+  it('takes the plain way, named in the history, when the CCM never becomes Ready under the lease', async () => {
+    const { calls, handlers } = failingHandBack(new NotReadyYetError('the CCM to be Ready'));
+    const states: string[] = [];
+    const result = await runLocally({
+      workflow,
+      handlers,
+      input,
+      retryIntervalOverrides: noPauses,
+      onEvent: (e) => {
+        if (e.type === 'StateEntered') states.push(e.state.name);
+      },
+    });
 
     // The run ends as rolled back with the upgrade's own error, not as a failed rollback.
     expect(result.error).toEqual({ name: 'RolledBack', cause: 'injected' });
-    const order = calls.map((c) => (c.event.handBack === true ? `${c.step}:hand-back` : c.step));
-    const handBack = order.indexOf('activate-ccm:hand-back');
-    expect(order.slice(handBack)).toEqual([
-      'activate-ccm:hand-back',
-      'stop-ccm',
-      'restore-control-plane-node',
-      'restore-control-plane-node',
-      'remove-ccm',
-      'record-rollback',
-    ]);
+    // Only once the wait has run out every retry (WAIT_FOR_CLUSTER: 1 + 8 attempts).
+    expect(afterHandBack(calls)).toEqual({
+      steps: [...plainAfterHandBack, 'record-rollback'],
+      attempts: 1 + (WAIT_FOR_CLUSTER.maxAttempts ?? 0),
+    });
+    expect(states).toContain(S.rollbackFallBack);
+  });
+
+  it('ends the rollback as it stands on any other error of the hand-back, the CCM still running', async () => {
+    const { calls, handlers } = failingHandBack(new AgentFailedError('something else'));
+    const result = await runLocally({ workflow, handlers, input, retryIntervalOverrides: noPauses });
+
+    expect(result.error?.name).toBe('AgentFailed');
+    expect(afterHandBack(calls)).toEqual({
+      steps: ['activate-ccm:hand-back', 'record-failure'],
+      attempts: 1,
+    });
+  });
+
+  it('does the same on the way back of a downgrade', async () => {
+    const { calls, handlers } = failingHandBack(new NotReadyYetError('the CCM to be Ready'));
+    const result = await runLocally({
+      workflow: renderDefinition(downgradeDefinition),
+      handlers,
+      input,
+      retryIntervalOverrides: noPauses,
+    });
+
+    expect(result.status).toBe('SUCCEEDED');
+    expect(afterHandBack(calls).steps).toEqual([...plainAfterHandBack, 'verify-in-tree', 'finalize']);
   });
 });
 
@@ -213,7 +269,7 @@ async function expectInTree(): Promise<void> {
 const listServicesFails = { kind: 'error', rate: 1, code: 500, verb: 'list', resource: 'services' } as const;
 const agentJobsFail = { kind: 'error', rate: 1, code: 500, verb: 'create', resource: 'jobs' } as const;
 
-describe('an HA upgrade that fails after the CCM led under leader migration', () => {
+describe('an HA upgrade that fails after the CCM ran Ready under leader migration', () => {
   it.each([
     ['in verification, everything moved', S.verify, 1, listServicesFails],
     ['moving cp-2 external, cp-1 moved and cp-3 in-tree (phase 3)', S.moveNode, 2, agentJobsFail],
