@@ -114,7 +114,7 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
   const runId = newRunId('plan');
   const ctx = localContext(opts);
   const exam = await examineCluster(ctx, runId, opts.options);
-  const { nodes: _nodes, files: _files, ...examination } = exam;
+  const { nodes: _nodes, files: _files, cloudConfigCopies, ...examination } = exam;
   const files: FileChange[] = [];
   for (const node of [...examination.controlPlaneNodes, ...examination.workerNodes]) {
     const controlPlane = examination.controlPlaneNodes.includes(node);
@@ -128,22 +128,11 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
     for (const f of result.files) {
       if (f.changed) files.push({ node, path: f.path, diff: f.diff ?? '(diff not available)' });
     }
-    const translation = examination.cloudConfigTranslation;
-    if (controlPlane && translation) {
-      // The copy stage-ccm writes for the CCM, asked as a dry run; shown without its text (credentials).
-      const copy = await ctx.agent(node, {
-        op: 'translate-cloud-config',
-        runId,
-        provider: 'openstack',
-        source: translation.source,
-        target: translation.target,
-        dryRun: true,
-      });
-      for (const f of copy.files) {
-        const diff = `(the CCM's copy of ${translation.source}, translated: not shown, it can hold credentials)`;
-        if (f.changed) files.push({ node, path: f.path, diff });
-      }
-    }
+  }
+  // The copy stage-ccm writes for the CCM, as preflight's dry run found it; shown without its text.
+  for (const copy of cloudConfigCopies ?? []) {
+    const diff = `(the CCM's copy of ${examination.cloudConfigTranslation?.source}, translated: not shown, it can hold credentials)`;
+    files.push({ node: copy.node, path: copy.path, diff });
   }
   const objects: ObjectChange[] = [];
   // As the upgrade renders them, from the fields its preflight would record, at the replicas activate-ccm

@@ -221,6 +221,12 @@ async function requireCloudConfigFile(
   }
 }
 
+/** The translation preflight records, and the copies the upgrade would write (plan shows them). */
+interface CloudConfigTranslationPlan {
+  readonly translation: NonNullable<Snapshot['cloudConfigTranslation']>;
+  readonly copies: readonly { readonly node: string; readonly path: string }[];
+}
+
 /**
  * Whether the in-tree cloud config needs a copy the CCM can read (OpenStack's `[Global] secret-name`,
  * which OCCM ignores), asked of every control-plane node's agent in a dry run: the agents answer with the
@@ -234,7 +240,7 @@ async function planCloudConfigTranslation(
   provider: ProviderId,
   files: Files,
   controlPlane: readonly string[],
-): Promise<Snapshot['cloudConfigTranslation']> {
+): Promise<CloudConfigTranslationPlan | undefined> {
   const source = inTreeCloudConfigPath({ files });
   if (provider !== 'openstack' || source === undefined) return undefined;
   const target = translatedCloudConfigPath(source);
@@ -251,7 +257,8 @@ async function planCloudConfigTranslation(
           dryRun: true,
         });
         const secret = result.credentialsSecret;
-        return { node, secret, ref: secret && `${secret.namespace}/${secret.name}` };
+        const copies = result.files.filter((f) => f.changed).map((f) => ({ node, path: f.path }));
+        return { node, secret, ref: secret && `${secret.namespace}/${secret.name}`, copies };
       }),
     ),
   );
@@ -283,7 +290,10 @@ async function planCloudConfigTranslation(
       `${displayName} credentials Secret ${ref} named by [Global] secret-name in ${source} on ${listOf(named.map((n) => n.node))} does not exist: create it (or drop secret-name) and run again`,
     );
   }
-  return { source, target, credentialsSecret: { name, namespace } };
+  return {
+    translation: { source, target, credentialsSecret: { name, namespace } },
+    copies: named.flatMap((n) => n.copies),
+  };
 }
 
 /**
@@ -354,6 +364,8 @@ export interface ClusterExamination {
   readonly awaitingCcm: string[];
   /** The copy of the in-tree cloud config the CCM reads instead, when it needs one. */
   readonly cloudConfigTranslation?: Snapshot['cloudConfigTranslation'];
+  /** Where the upgrade would write that copy (or change it): the agents' dry-run answer. */
+  readonly cloudConfigCopies?: CloudConfigTranslationPlan['copies'];
 }
 
 export type ExamineContext = Pick<StepContext, 'clients' | 'agent' | 'progress' | 'waitMs' | 'pollMs'>;
@@ -397,15 +409,11 @@ export async function examineCluster(
   const awaiting = nodesAwaitingCcm(nodes, provider, left);
   checkNodeIdentity(nodes, provider, awaiting);
   await requireCloudConfigFile(ctx, runId, provider, files, controlPlaneNodes);
-  const cloudConfigTranslation = await planCloudConfigTranslation(
-    ctx,
-    runId,
-    provider,
-    files,
-    controlPlaneNodes,
-  );
+  const translated = await planCloudConfigTranslation(ctx, runId, provider, files, controlPlaneNodes);
   return {
-    ...(cloudConfigTranslation ? { cloudConfigTranslation } : {}),
+    ...(translated
+      ? { cloudConfigTranslation: translated.translation, cloudConfigCopies: translated.copies }
+      : {}),
     kubernetesVersion: version.gitVersion,
     nodes,
     controlPlaneNodes,
