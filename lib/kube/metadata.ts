@@ -5,16 +5,12 @@
  * https://kubernetes.io/docs/reference/using-api/api-concepts/#receiving-resources-as-partial-object-metadata
  */
 import { setHeaderOptions, type V1ObjectMeta } from '@kubernetes/client-node';
+import type { CredentialsSecretRef } from '../controlplane/openstack-cloud-config.ts';
 import type { KubeClients } from './clients.ts';
 import { call, orNotFound } from './errors.ts';
 
 /** The Accept header that asks the API server for an object's metadata only. */
 export const PARTIAL_OBJECT_METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
-
-export interface SecretRef {
-  readonly namespace: string;
-  readonly name: string;
-}
 
 /**
  * A Secret's metadata, or undefined when there is no such Secret (404); any other failure is thrown as the
@@ -22,7 +18,7 @@ export interface SecretRef {
  */
 export async function readSecretMetadata(
   clients: Pick<KubeClients, 'core'>,
-  { namespace, name }: SecretRef,
+  { namespace, name }: CredentialsSecretRef,
 ): Promise<V1ObjectMeta | undefined> {
   const answer = await orNotFound(
     call(`read the metadata of Secret ${namespace}/${name}`, () =>

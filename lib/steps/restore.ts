@@ -16,7 +16,7 @@ import {
   unfinishedAgentJobs,
 } from '../kube/agent-job.ts';
 import { applyObjects, describeObject } from '../kube/apply.ts';
-import { call, httpStatus } from '../kube/errors.ts';
+import { call, httpStatus, orNotFound } from '../kube/errors.ts';
 import { waitFor } from '../kube/wait.ts';
 import { inTreeTarget, providerFacts } from '../providers/catalog.ts';
 import { ccmPods, ccmWorkloadOf, renderCcm } from './ccm.ts';
@@ -112,15 +112,10 @@ export async function restoreKubelet(
 export async function stopCcm(event: RestoreEvent, ctx: StepContext): Promise<{ changed: boolean }> {
   const snapshot = await loadSnapshot(ctx, event);
   const workload = ccmWorkloadOf(renderCcm(snapshot, 0)) as KubernetesObject;
-  const exists = await call(`read ${describeObject(workload)}`, () =>
-    ctx.clients.objects.read(workload as never),
-  ).then(
-    () => true,
-    (err: unknown) => {
-      if (httpStatus(err) === 404) return false;
-      throw err;
-    },
-  );
+  const exists =
+    (await orNotFound(
+      call(`read ${describeObject(workload)}`, () => ctx.clients.objects.read(workload as never)),
+    )) !== undefined;
   const changed = exists && (await applyObjects(ctx.clients, [workload])).some((a) => a.changed);
   await waitFor('every CCM pod to be gone', async () => (await ccmPods(ctx, snapshot)).length === 0, ctx);
   ctx.progress({ step: 'stop-ccm', message: exists ? 'CCM stopped' : 'no CCM deployed' });

@@ -20,11 +20,18 @@ afterAll(async () => {
 describe('npx cdk synth', () => {
   it('synthesizes the stack offline, every function bundled as an ESM handler', async () => {
     out = await mkdtemp(path.join(os.tmpdir(), 'ccm-migrate-synth-'));
-    // No credentials, no profile, no region: a synth that needed AWS would fail here.
+    // No credentials, no profile, no region, no ~/.aws files: a synth that needed AWS would fail here.
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_')));
+    const none = path.join(out, 'no-such-aws-file');
     await run(path.join(PROJECT_ROOT, 'node_modules/.bin/cdk'), ['synth', '--quiet', '-o', out], {
       cwd: PROJECT_ROOT,
-      env: { ...env, CDK_DISABLE_VERSION_CHECK: '1', AWS_EC2_METADATA_DISABLED: 'true' },
+      env: {
+        ...env,
+        CDK_DISABLE_VERSION_CHECK: '1',
+        AWS_EC2_METADATA_DISABLED: 'true',
+        AWS_CONFIG_FILE: none,
+        AWS_SHARED_CREDENTIALS_FILE: none,
+      },
       timeout: 180_000,
     });
 

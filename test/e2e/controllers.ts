@@ -72,8 +72,12 @@ export async function observeControllers<T>(e2e: E2E, run: () => Promise<T>): Pr
     }
   };
   const timer = setInterval(sample, 5);
-  const result = await run();
-  clearInterval(timer);
+  let result: T;
+  try {
+    result = await run();
+  } finally {
+    clearInterval(timer);
+  }
   sample();
   close();
   const violations = monitor
