@@ -21,6 +21,13 @@ export const REALISH = {
   leaseDuration: LEASE_MS,
 };
 
+/**
+ * The longest window with no cloud controller a handover may open: a lease's expiry, or a new CCM pod's start
+ * when a rollout replaces the leader (strategy Recreate: the old pods stop before the new start), plus slack
+ * for a loaded machine (CI, the suite beside it: 2.0 s seen once).
+ */
+export const HANDOVER_GAP_MS = LEASE_MS + REALISH.podStart + 500;
+
 /** The three-control-plane twin with those latencies. */
 export function realishHaSpec(): Promise<TwinSpec> {
   return fixtureSpec(FIXTURES.awsHaMini, { overrides: { latencies: REALISH } });
