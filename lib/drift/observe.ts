@@ -86,8 +86,12 @@ export async function observeCluster(
       ),
     ),
     readClusterConfiguration(ctx),
+    // Where ccm-migrate runs them (lib/kube/agent-job.ts): no need to read Jobs in every namespace.
     call('list agent Jobs', () =>
-      batch.listJobForAllNamespaces({ labelSelector: `app.kubernetes.io/name=${AGENT_NAME}` }),
+      batch.listNamespacedJob({
+        namespace: 'kube-system',
+        labelSelector: `app.kubernetes.io/name=${AGENT_NAME}`,
+      }),
     ),
   ]);
   let kubeletFiles: Record<string, FileReport[]> | undefined;

@@ -1,6 +1,6 @@
 /**
  * What sits in front of every request: injected errors (429 with Retry-After, 500, 503), connection
- * resets, added latency, the API being unavailable, and the request counts.
+ * resets, added latency, the API being unavailable, and the request counts (by verb, and in RBAC terms).
  */
 import { Watch } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -112,5 +112,23 @@ describe('stats', () => {
       1, 1, 1, 1, 0,
     ]);
     expect(after.requests - before.requests).toBe(5);
+  });
+
+  it('records each kind of resource request in RBAC terms: group, resource/subresource, namespace', async () => {
+    const count = (verb: string, group: string, resource: string, namespace?: string) =>
+      h.api
+        .stats()
+        .accesses.find(
+          (a) => a.verb === verb && a.group === group && a.resource === resource && a.namespace === namespace,
+        )?.count ?? 0;
+    const before = count('list', '', 'pods');
+    await h.core.listPodForAllNamespaces();
+    await h.core.listPodForAllNamespaces();
+    await h.core.readNodeStatus({ name: 'no-such-node' }).catch(() => undefined);
+    await h.apps.listNamespacedDeployment({ namespace: 'kube-system' });
+    expect(count('list', '', 'pods')).toBe(before + 2);
+    expect(count('get', '', 'nodes/status')).toBeGreaterThanOrEqual(1);
+    expect(count('list', 'apps', 'deployments', 'kube-system')).toBeGreaterThanOrEqual(1);
+    expect(count('list', 'apps', 'deployments')).toBe(0);
   });
 });

@@ -39,6 +39,19 @@ import { type OpenWatch, startWatch } from './watch.ts';
 export interface ApiServerStats {
   readonly requests: number;
   readonly byVerb: Readonly<Record<string, number>>;
+  /** Each distinct resource request, in RBAC's terms (what a caller's Role must allow), and how many. */
+  readonly accesses: readonly (ResourceAccess & { readonly count: number })[];
+}
+
+/** One kind of resource request as RBAC authorises it (verb, API group, resource[/subresource], namespace). */
+export interface ResourceAccess {
+  readonly verb: ApiVerb;
+  /** '' for the core group. */
+  readonly group: string;
+  /** `pods`, or `nodes/status` for a subresource. */
+  readonly resource: string;
+  /** Undefined for cluster-scoped resources and requests across all namespaces. */
+  readonly namespace: string | undefined;
 }
 
 export interface ApiServer {
@@ -87,6 +100,7 @@ export async function startApiServer(opts: {
 }): Promise<ApiServer> {
   const { ctx, apiAvailable } = opts;
   const byVerb: Record<string, number> = {};
+  const accesses = new Map<string, ResourceAccess & { count: number }>();
   let requests = 0;
   const watches = new Set<OpenWatch>();
   const openapi = openApi(ctx.spec.kubernetesVersion);
@@ -99,6 +113,16 @@ export async function startApiServer(opts: {
     query: URLSearchParams,
   ) {
     byVerb[route.verb] = (byVerb[route.verb] ?? 0) + 1;
+    const access: ResourceAccess = {
+      verb: route.verb,
+      group: route.type.group,
+      resource: route.subresource ? `${route.type.plural}/${route.subresource}` : route.type.plural,
+      namespace: route.namespace,
+    };
+    const key = JSON.stringify(access);
+    const seen = accesses.get(key) ?? { ...access, count: 0 };
+    seen.count += 1;
+    accesses.set(key, seen);
     const fault = ctx.faults.forRequest(faultVerb(route.verb), route.type.plural);
     const delay = fault.extraLatencyMs + ctx.spec.latencies.apiRequest;
     if (delay > 0) await sleep(delay, undefined, { signal: ctx.signal });
@@ -212,7 +236,11 @@ export async function startApiServer(opts: {
   return {
     url: `http://${address}`,
     port,
-    stats: () => ({ requests, byVerb: { ...byVerb } }),
+    stats: () => ({
+      requests,
+      byVerb: { ...byVerb },
+      accesses: [...accesses.values()].map((a) => ({ ...a })),
+    }),
     close: () => {
       closed ??= new Promise<void>((resolve) => {
         ctx.signal.removeEventListener('abort', endWatches);
