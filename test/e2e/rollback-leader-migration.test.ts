@@ -248,9 +248,9 @@ async function expectFilesAsAtStart(start: Map<string, string>): Promise<void> {
 /** No CCM left, every kube-controller-manager in-tree without leader migration. */
 async function expectInTree(): Promise<void> {
   const { t } = e2e as E2E;
-  await expect(
-    t.apps.readNamespacedDeployment({ name: 'aws-cloud-controller-manager', namespace: 'kube-system' }),
-  ).rejects.toMatchObject({ code: 404 });
+  const ccm = { name: 'aws-cloud-controller-manager', namespace: 'kube-system' };
+  await expect(t.apps.readNamespacedDeployment(ccm)).rejects.toMatchObject({ code: 404 });
+  await expect(t.apps.readNamespacedDaemonSet(ccm)).rejects.toMatchObject({ code: 404 });
   const ccmPods = await t.core.listNamespacedPod({
     namespace: 'kube-system',
     labelSelector: 'app.kubernetes.io/component=cloud-controller-manager',
@@ -271,15 +271,22 @@ const agentJobsFail = { kind: 'error', rate: 1, code: 500, verb: 'create', resou
 
 describe('an HA upgrade that fails after the CCM ran Ready under leader migration', () => {
   it.each([
-    ['in verification, everything moved', S.verify, 1, listServicesFails],
-    ['moving cp-2 external, cp-1 moved and cp-3 in-tree (phase 3)', S.moveNode, 2, agentJobsFail],
+    ['in verification, everything moved', S.verify, 1, listServicesFails, {}],
+    ['moving cp-2 external, cp-1 moved and cp-3 in-tree (phase 3)', S.moveNode, 2, agentJobsFail, {}],
+    [
+      'in verification, the CCM a DaemonSet on every control-plane node',
+      S.verify,
+      1,
+      listServicesFails,
+      { ccmWorkload: 'daemonset' },
+    ],
   ] as const)(
     'rolls back by handing the cloud controllers back when it fails %s: never two, gaps only while a lease expires',
-    async (_when, at, entry, fault) => {
+    async (_when, at, entry, fault, options) => {
       e2e = await startE2E(await realishHaSpec());
       const start = await nodeFiles(e2e.t);
 
-      const seen = await observeControllers(e2e as E2E, () => failingUpgrade(at, fault, { entry }));
+      const seen = await observeControllers(e2e as E2E, () => failingUpgrade(at, fault, { entry, options }));
       const { result, states, rollbackStartedAt } = seen.result;
 
       expect(result.error?.name, result.error?.cause).toBe('RolledBack');
