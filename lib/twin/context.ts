@@ -6,11 +6,11 @@
 import path from 'node:path';
 import type { Faults } from './faults.ts';
 import type { TwinSpec } from './spec.ts';
-import type { ObjectStore } from './store.ts';
+import type { ClusterStore } from './store.ts';
 
 export interface TwinContext {
   readonly spec: TwinSpec;
-  readonly store: ObjectStore;
+  readonly store: ClusterStore;
   /** Root of the twin's files: `nodes/<node>/…`, `invariants.jsonl`, `kubeconfig`. */
   readonly stateDir: string;
   readonly faults: Faults;

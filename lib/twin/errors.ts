@@ -10,6 +10,7 @@ export type StatusReason =
   | 'Conflict'
   | 'Invalid'
   | 'BadRequest'
+  | 'Unauthorized'
   | 'Forbidden'
   | 'MethodNotAllowed'
   | 'NotAcceptable'
@@ -52,6 +53,7 @@ const CODES: Record<StatusReason, number> = {
   Conflict: 409,
   Invalid: 422,
   BadRequest: 400,
+  Unauthorized: 401,
   Forbidden: 403,
   MethodNotAllowed: 405,
   NotAcceptable: 406,
@@ -70,11 +72,12 @@ export class StatusError extends Error {
   readonly code: number;
   readonly details: StatusDetails | undefined;
 
-  constructor(reason: StatusReason, message: string, details?: StatusDetails) {
+  /** `code` defaults to the reason's; a real server's Status brings its own. */
+  constructor(reason: StatusReason, message: string, details?: StatusDetails, code?: number) {
     super(message);
     this.name = 'StatusError';
     this.reason = reason;
-    this.code = CODES[reason];
+    this.code = code ?? CODES[reason] ?? 500;
     this.details = details;
   }
 

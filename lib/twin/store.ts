@@ -60,6 +60,11 @@ export type PropagationPolicy = 'Background' | 'Foreground' | 'Orphan';
 
 export interface DeleteOptions {
   readonly propagationPolicy?: PropagationPolicy;
+  /**
+   * 0 deletes a pod at once, as the kubelet confirms a pod it stopped. The in-process store deletes every
+   * pod at once anyway; a real server gives a pod bound to a node its grace period.
+   */
+  readonly gracePeriodSeconds?: number;
   /** Delete only if the object still has this uid / resourceVersion (DeleteOptions.preconditions). */
   readonly preconditions?: { uid?: string; resourceVersion?: string };
 }
@@ -67,6 +72,28 @@ export interface DeleteOptions {
 export interface ListResult {
   readonly items: readonly KubeObject[];
   readonly resourceVersion: string;
+}
+
+/**
+ * What the twin's simulated components use of the API (ADR 0001, ADR 0005): reads from a cache that is
+ * current with every write, writes that have taken effect when they return (or throw the server's
+ * Status), and the change events. The in-process ObjectStore is one; RemoteStore, in front of a real
+ * kube-apiserver, the other.
+ */
+export interface ClusterStore {
+  /** The newest resourceVersion seen. */
+  readonly resourceVersion: number;
+  tryGet(key: string, namespace: string | undefined, name: string): KubeObject | undefined;
+  get(key: string, namespace: string | undefined, name: string): KubeObject;
+  /** Objects of a type, optionally in one namespace, ordered by namespace then name (as etcd keys are). */
+  list(key: string, namespace?: string): ListResult;
+  create(key: string, input: KubeObject): KubeObject;
+  update(key: string, input: KubeObject, opts?: { subresource?: 'status' }): KubeObject;
+  delete(key: string, namespace: string | undefined, name: string, opts?: DeleteOptions): KubeObject;
+  /** What the pods/binding subresource does: spec.nodeName set, PodScheduled=True. */
+  bind(namespace: string, name: string, node: string): KubeObject;
+  /** Listen to every change; returns the function that stops listening. */
+  subscribe(listener: StoreListener): () => void;
 }
 
 /** How many past events a watch can start from; older resourceVersions get 410 Gone, as after compaction. */
@@ -89,6 +116,21 @@ function sameExceptMetaAndStatus(a: KubeObject, b: KubeObject): boolean {
   return JSON.stringify(strip(a)) === JSON.stringify(strip(b));
 }
 
+/**
+ * kube-apiserver's TaintNodesByCondition admission (plugin/pkg/admission/nodetaint): a new Node starts
+ * with node.kubernetes.io/not-ready:NoSchedule, which the node lifecycle controller lifts once it is Ready.
+ */
+function withNotReadyTaint(node: KubeObject): void {
+  const spec = (node.spec ?? {}) as { taints?: { key: string; effect: string }[] };
+  const taints = spec.taints ?? [];
+  if (!taints.some((t) => t.key === 'node.kubernetes.io/not-ready' && t.effect === 'NoSchedule')) {
+    node.spec = {
+      ...spec,
+      taints: [...taints, { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' }],
+    };
+  }
+}
+
 const GENERATE_SUFFIX_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
 
 function generatedSuffix(): string {
@@ -98,7 +140,7 @@ function generatedSuffix(): string {
   return s;
 }
 
-export class ObjectStore {
+export class ObjectStore implements ClusterStore {
   readonly #objects = new Map<string, Map<string, KubeObject>>();
   readonly #listeners = new Set<StoreListener>();
   readonly #history: StoreEvent[] = [];
@@ -173,6 +215,7 @@ export class ObjectStore {
       },
     };
     if (key === 'namespaces') obj.status = { phase: 'Active' };
+    if (key === 'nodes') withNotReadyTaint(obj);
     return this.#commit('ADDED', key, obj);
   }
 
@@ -262,6 +305,25 @@ export class ObjectStore {
     if (key === 'namespaces') this.#deleteNamespaceContents(name);
     this.#collectDependents(current, opts.propagationPolicy ?? 'Background');
     return removed;
+  }
+
+  bind(namespace: string, name: string, node: string): KubeObject {
+    const pod = this.get('pods', namespace, name);
+    const spec = pod.spec as { nodeName?: string } | undefined;
+    if (spec?.nodeName) {
+      throw new StatusError('Conflict', `pod ${name} is already assigned to node "${spec.nodeName}"`);
+    }
+    const bound = this.update('pods', { ...pod, spec: { ...spec, nodeName: node } });
+    const status = (bound.status ?? {}) as { conditions?: { type: string }[] };
+    const conditions = (status.conditions ?? []).filter((c) => c.type !== 'PodScheduled');
+    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    conditions.push({
+      type: 'PodScheduled',
+      status: 'True',
+      lastProbeTime: null,
+      lastTransitionTime: now,
+    } as never);
+    return this.update('pods', { ...bound, status: { ...status, conditions } }, { subresource: 'status' });
   }
 
   /** Listen to every change; returns the function that stops listening. */

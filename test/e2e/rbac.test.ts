@@ -13,7 +13,7 @@ import { parseAllDocuments } from 'yaml';
 import { checkDrift } from '../../lib/drift/check.ts';
 import { localContext } from '../../lib/local/context.ts';
 import { planUpgrade } from '../../lib/local/plan.ts';
-import type { ResourceAccess } from '../../lib/twin/api/server.ts';
+import type { ResourceAccess } from '../../lib/twin/api/front-door.ts';
 import { loadTwinSpec } from '../../lib/twin/spec.ts';
 import { type E2E, startE2E } from './harness.ts';
 

@@ -47,16 +47,23 @@ export async function startApiHarness(opts: { faultRandom?: () => number } = {})
   const stateDir = await mkdtemp(path.join(os.tmpdir(), 'ccm-migrate-api-test-'));
   const abort = new AbortController();
   const faults = new Faults([], opts.faultRandom ? { random: opts.faultRandom } : {});
+  const store = new ObjectStore();
   const ctx: TwinContext = {
     spec,
-    store: new ObjectStore(),
+    store,
     stateDir,
     faults,
     signal: abort.signal,
     startedAt: Date.now(),
   };
   let available = true;
-  const api = await startApiServer({ ctx, apiAvailable: () => available, host: '127.0.0.1', port: 0 });
+  const api = await startApiServer({
+    ctx,
+    store,
+    apiAvailable: () => available,
+    host: '127.0.0.1',
+    port: 0,
+  });
   const kc = new KubeConfig();
   kc.loadFromOptions({
     clusters: [{ name: 'twin', server: api.url, skipTLSVerify: true }],

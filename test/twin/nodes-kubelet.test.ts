@@ -81,7 +81,11 @@ describe('registration', () => {
     }
     const cp: Loose = h.node('cp-1');
     expect(cp.metadata.labels[CONTROL_PLANE]).toBe('');
-    expect(cp.spec.taints).toEqual([{ key: CONTROL_PLANE, effect: 'NoSchedule' }]);
+    // As kube-apiserver's TaintNodesByCondition admission leaves a new Node (no node lifecycle controller runs here).
+    expect(cp.spec.taints).toEqual([
+      { key: CONTROL_PLANE, effect: 'NoSchedule' },
+      { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' },
+    ]);
     expect(taintKeys(h.node('worker-1'))).not.toContain(CONTROL_PLANE);
   });
 
@@ -104,7 +108,7 @@ describe('registration', () => {
       await miniSpec({ edits: [{ group: 'worker', file: KUBELET_FLAGS, edit: kubeletNoCloud }] }),
     );
     const worker: Loose = h.node('worker-2');
-    expect(worker.spec.taints).toBeUndefined();
+    expect(worker.spec.taints).toEqual([{ key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' }]);
     expect(worker.spec.providerID).toBeUndefined();
     expect(h.nodes.kubelet('worker-2').flags.has('cloud-provider')).toBe(false);
   });

@@ -191,16 +191,16 @@ describe('the DaemonSet controller', () => {
     await eventually(() => status('logs').numberMisscheduled === 0);
   });
 
-  it('waits for a NotReady node to be Ready before its pod is placed there', async () => {
+  it('runs no pod on a node until it is Ready (its not-ready NoSchedule taint is not tolerated)', async () => {
     h = await startHarness();
     h.addNode('late', { ready: false });
     const ds = h.store.create('daemonsets.apps', daemonSet('cni'));
-    await eventually(() => h.podsOf(ds).length === 1);
-    expect(status('cni').desiredNumberScheduled).toBe(1);
+    await eventually(() => status('cni').desiredNumberScheduled === 0);
     await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(h.podsOf(ds)[0]?.spec.nodeName).toBeUndefined();
+    expect(h.podsOf(ds)).toEqual([]);
     h.editNode('late', { ready: true });
     await eventually(() => status('cni').numberReady === 1);
+    expect(h.podsOf(ds)[0]?.spec.nodeName).toBe('late');
   });
 
   it('rolls a template change one node at a time (RollingUpdate) and only on deletion (OnDelete)', async () => {

@@ -6,10 +6,8 @@
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { TwinContext } from '../context.ts';
-import { StatusError } from '../errors.ts';
-import type { RequestFault, Verb } from '../faults.ts';
+import type { ObjectStore } from '../store.ts';
 import { BodyTooLargeError, MAX_BODY_BYTES, readBody } from './body.ts';
 import {
   AGGREGATED_DISCOVERY_TYPE,
@@ -20,6 +18,7 @@ import {
   versionInfo,
   wantsAggregated,
 } from './discovery.ts';
+import { type ApiServerStats, RequestLedger, requestFault } from './front-door.ts';
 import {
   type Answer,
   createObject,
@@ -35,24 +34,6 @@ import { openApi } from './openapi.ts';
 import { sendJson, sendStatus, sendText } from './respond.ts';
 import { type ApiVerb, parseRoute, pathNotFound, type ResourceRoute } from './route.ts';
 import { type OpenWatch, startWatch } from './watch.ts';
-
-export interface ApiServerStats {
-  readonly requests: number;
-  readonly byVerb: Readonly<Record<string, number>>;
-  /** Each distinct resource request, in RBAC's terms (what a caller's Role must allow), and how many. */
-  readonly accesses: readonly (ResourceAccess & { readonly count: number })[];
-}
-
-/** One kind of resource request as RBAC authorises it (verb, API group, resource[/subresource], namespace). */
-export interface ResourceAccess {
-  readonly verb: ApiVerb;
-  /** '' for the core group. */
-  readonly group: string;
-  /** `pods`, or `nodes/status` for a subresource. */
-  readonly resource: string;
-  /** Undefined for cluster-scoped resources and requests across all namespaces. */
-  readonly namespace: string | undefined;
-}
 
 export interface ApiServer {
   readonly url: string;
@@ -74,34 +55,16 @@ const HANDLERS: Record<Exclude<ApiVerb, 'watch'>, (r: VerbRequest) => Answer> = 
 /** How often open watches are checked against apiAvailable(). */
 const WATCH_OUTAGE_CHECK_MS = 50;
 
-/** Faults are configured per verb; a collection delete is a delete. */
-function faultVerb(verb: ApiVerb): Verb {
-  return verb === 'deletecollection' ? 'delete' : verb;
-}
-
-function injectedFailure(code: NonNullable<RequestFault['errorCode']>): StatusError {
-  if (code === 429) {
-    return new StatusError('TooManyRequests', 'Too many requests, please try again later.', {
-      retryAfterSeconds: 1,
-    });
-  }
-  if (code === 503)
-    return new StatusError('ServiceUnavailable', 'the server is currently unable to handle the request');
-  return new StatusError('InternalError', 'Internal error occurred: injected fault', {
-    causes: [{ message: 'injected fault' }],
-  });
-}
-
 export async function startApiServer(opts: {
   ctx: TwinContext;
+  /** The store this server serves (the twin's components may reach it through ctx.store). */
+  store: ObjectStore;
   apiAvailable: () => boolean;
   host: string;
   port: number;
 }): Promise<ApiServer> {
   const { ctx, apiAvailable } = opts;
-  const byVerb: Record<string, number> = {};
-  const accesses = new Map<string, ResourceAccess & { count: number }>();
-  let requests = 0;
+  const ledger = new RequestLedger();
   const watches = new Set<OpenWatch>();
   const openapi = openApi(ctx.spec.kubernetesVersion);
   let address = '';
@@ -112,30 +75,23 @@ export async function startApiServer(opts: {
     res: ServerResponse,
     query: URLSearchParams,
   ) {
-    byVerb[route.verb] = (byVerb[route.verb] ?? 0) + 1;
-    const access: ResourceAccess = {
+    ledger.access({
       verb: route.verb,
       group: route.type.group,
       resource: route.subresource ? `${route.type.plural}/${route.subresource}` : route.type.plural,
       namespace: route.namespace,
-    };
-    const key = JSON.stringify(access);
-    const seen = accesses.get(key) ?? { ...access, count: 0 };
-    seen.count += 1;
-    accesses.set(key, seen);
-    const fault = ctx.faults.forRequest(faultVerb(route.verb), route.type.plural);
-    const delay = fault.extraLatencyMs + ctx.spec.latencies.apiRequest;
-    if (delay > 0) await sleep(delay, undefined, { signal: ctx.signal });
-    if (fault.reset) {
+    });
+    const fault = await requestFault(ctx, route.verb, route.type.plural);
+    if (fault && 'reset' in fault) {
       req.socket.destroy();
       return;
     }
-    if (fault.errorCode) throw injectedFailure(fault.errorCode);
+    if (fault) throw fault.error;
     if (route.verb === 'watch') {
       const watch = startWatch({
         req,
         res,
-        store: ctx.store,
+        store: opts.store,
         type: route.type,
         namespace: route.namespace,
         query,
@@ -145,7 +101,7 @@ export async function startApiServer(opts: {
       return;
     }
     const body = route.verb === 'get' || route.verb === 'list' ? '' : await readBody(req);
-    const answer = HANDLERS[route.verb]({ store: ctx.store, route, query, headers: req.headers, body });
+    const answer = HANDLERS[route.verb]({ store: opts.store, route, query, headers: req.headers, body });
     sendJson(res, answer.code, answer.body, answer.contentType);
   }
 
@@ -157,7 +113,7 @@ export async function startApiServer(opts: {
       req.socket.destroy();
       return;
     }
-    requests += 1;
+    ledger.request();
     const url = new URL(req.url ?? '/', 'http://twin');
     const route = parseRoute(req.method ?? 'GET', url.pathname, url.searchParams);
     const aggregated = wantsAggregated(req.headers.accept);
@@ -236,11 +192,7 @@ export async function startApiServer(opts: {
   return {
     url: `http://${address}`,
     port,
-    stats: () => ({
-      requests,
-      byVerb: { ...byVerb },
-      accesses: [...accesses.values()].map((a) => ({ ...a })),
-    }),
+    stats: () => ledger.stats(),
     close: () => {
       closed ??= new Promise<void>((resolve) => {
         ctx.signal.removeEventListener('abort', endWatches);

@@ -4,7 +4,7 @@
  * the real broadcaster, which drops events it cannot write.
  */
 import { randomBytes } from 'node:crypto';
-import type { KubeObject, ObjectStore } from '../store.ts';
+import type { ClusterStore, KubeObject } from '../store.ts';
 
 export interface EventRecord {
   readonly type: 'Normal' | 'Warning';
@@ -14,7 +14,7 @@ export interface EventRecord {
   readonly component: string;
 }
 
-export function recordEvent(store: ObjectStore, involved: KubeObject, event: EventRecord): void {
+export function recordEvent(store: ClusterStore, involved: KubeObject, event: EventRecord): void {
   const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   const namespace = involved.metadata.namespace ?? 'default';
   try {

@@ -18,7 +18,7 @@
  * holder runs controllers, so a leading KCM without an in-tree provider means no KCM runs cloud loops.
  */
 import { randomUUID } from 'node:crypto';
-import type { KubeObject, ObjectStore } from '../store.ts';
+import type { ClusterStore, KubeObject } from '../store.ts';
 import type { ControllerCandidate, ControllerKind } from './candidates.ts';
 
 export const LEASES = 'leases.coordination.k8s.io';
@@ -68,13 +68,13 @@ export function electionTimings(leaseMs: number): ElectionTimings & { readonly r
 }
 
 export class LeaderElection {
-  readonly #store: ObjectStore;
+  readonly #store: ClusterStore;
   readonly #timings: ElectionTimings;
   readonly #participants = new Map<string, Participant>();
   /** Last time each participant renewed what it holds (for the renew deadline while the API is down). */
   readonly #lastRenewal = new Map<string, number>();
 
-  constructor(store: ObjectStore, timings: ElectionTimings) {
+  constructor(store: ClusterStore, timings: ElectionTimings) {
     this.#store = store;
     this.#timings = timings;
   }

@@ -401,7 +401,8 @@ export class StaticPodRunner {
     const { namespace, name } = slot.running;
     const mirror = this.#ctx.store.tryGet('pods', namespace, name);
     if (uid && mirror?.metadata.uid === uid && mirror.metadata.annotations?.[CONFIG_MIRROR]) {
-      this.#ctx.store.delete('pods', namespace, name);
+      // As the kubelet's DeleteMirrorPod: at once (grace 0) and only the mirror it made (uid precondition).
+      this.#ctx.store.delete('pods', namespace, name, { gracePeriodSeconds: 0, preconditions: { uid } });
     }
   }
 }

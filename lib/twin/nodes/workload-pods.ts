@@ -54,6 +54,11 @@ function runnable(pod: KubeObject): boolean {
   );
 }
 
+/** Deleted, and waiting for its kubelet to stop it (a real server's graceful deletion of a bound pod). */
+function inGracePeriod(pod: KubeObject): boolean {
+  return !!pod.metadata.deletionTimestamp && (pod.metadata.deletionGracePeriodSeconds ?? 0) > 0;
+}
+
 /** Cut a termination message to the kubelet's limit in bytes, never inside a UTF-8 character. */
 export function truncateMessage(text: string, limit = TERMINATION_MESSAGE_LIMIT): string {
   const bytes = Buffer.from(text);
@@ -74,6 +79,8 @@ export class WorkloadPodRunner {
   readonly #taken = new Map<string, string>();
   /** Pods bound to a node whose kubelet is down, by node. */
   readonly #waiting = new Map<string, Set<string>>();
+  /** Pods being deleted on a node whose kubelet is down, by node: namespace/name → uid. */
+  readonly #deleting = new Map<string, Map<string, string>>();
   /** Pod IPs handed out per node. */
   readonly #ipCounters = new Map<string, number>();
 
@@ -101,6 +108,11 @@ export class WorkloadPodRunner {
       if (this.#taken.get(key) === pod.metadata.uid) this.#taken.delete(key);
       return;
     }
+    if (inGracePeriod(pod)) {
+      const host = this.#hosts(specOf(pod).nodeName ?? '');
+      if (host) this.#confirmDeletion(host, key, pod.metadata.uid ?? '');
+      return;
+    }
     if (this.#taken.get(key) === pod.metadata.uid || !runnable(pod)) return;
     const host = this.#hosts(specOf(pod).nodeName as string);
     if (!host) return;
@@ -108,12 +120,42 @@ export class WorkloadPodRunner {
     this.#schedule(host, key);
   }
 
-  /** A kubelet came back: it starts the pods bound to its node meanwhile. */
+  /** A kubelet came back: it starts the pods bound to its node meanwhile, and ends the deleted ones. */
   resume(host: PodHost): void {
     const waiting = this.#waiting.get(host.node);
-    if (!waiting) return;
-    this.#waiting.delete(host.node);
-    for (const key of waiting) this.#schedule(host, key);
+    if (waiting) {
+      this.#waiting.delete(host.node);
+      for (const key of waiting) this.#schedule(host, key);
+    }
+    const deleting = this.#deleting.get(host.node);
+    if (deleting) {
+      this.#deleting.delete(host.node);
+      for (const [key, uid] of deleting) this.#confirmDeletion(host, key, uid);
+    }
+  }
+
+  /**
+   * A pod deleted with a grace period stays (Terminating) until its node's kubelet has stopped it and
+   * deletes it for good (grace 0, this uid only), as the kubelet's status manager does; while the kubelet
+   * is down, it waits.
+   */
+  #confirmDeletion(host: PodHost, key: string, uid: string): void {
+    if (!host.up) {
+      const pending = this.#deleting.get(host.node) ?? new Map<string, string>();
+      this.#deleting.set(host.node, pending);
+      pending.set(key, uid);
+      return;
+    }
+    this.#timers.after(0, () => {
+      const [ns, name] = key.split('/') as [string, string];
+      const pod = this.#ctx.store.tryGet('pods', ns, name);
+      if (!pod || pod.metadata.uid !== uid || !inGracePeriod(pod)) return;
+      if (!host.up) {
+        this.#confirmDeletion(host, key, uid);
+        return;
+      }
+      this.#ctx.store.delete('pods', ns, name, { gracePeriodSeconds: 0, preconditions: { uid } });
+    });
   }
 
   #schedule(host: PodHost, key: string): void {

@@ -3,7 +3,7 @@
  * them up (pods by controlling owner, non-terminated pods per node). Kept current from the store's events,
  * so a sync never lists the store. Objects are the store's own frozen objects: the cache costs references.
  */
-import type { KubeObject, ObjectStore, StoreEvent } from '../store.ts';
+import type { ClusterStore, KubeObject, StoreEvent } from '../store.ts';
 import { controllerUid, isPodTerminal, keyOf } from './objects.ts';
 import { NODES, type Node, PODS, type Pod } from './types.ts';
 
@@ -19,7 +19,7 @@ export class WorkloadCache {
   #sequence = 0;
 
   /** Fill from the store, as an informer's initial list. */
-  load(store: ObjectStore): void {
+  load(store: ClusterStore): void {
     for (const node of store.list(NODES).items) this.nodes.set(node.metadata.name, node as Node);
     for (const pod of store.list(PODS).items) this.#setPod(keyOf(pod), pod as Pod);
   }

@@ -4,7 +4,7 @@
  * aggregation); each source and object may emit 25 events in a burst, then one per 5 minutes
  * (EventSourceObjectSpamFilter), which keeps a 5,000-node DaemonSet from writing 5,000 Events.
  */
-import type { KubeObject, ObjectStore } from '../store.ts';
+import type { ClusterStore, KubeObject } from '../store.ts';
 import { rfc3339 } from './objects.ts';
 
 const BURST = 25;
@@ -20,13 +20,13 @@ interface Bucket {
 export type EventType = 'Normal' | 'Warning';
 
 export class EventRecorder {
-  readonly #store: ObjectStore;
+  readonly #store: ClusterStore;
   readonly #buckets = new Map<string, Bucket>();
   /** Same event (source, object, type, reason, message) → the Event's name. */
   readonly #recorded = new Map<string, string>();
   #serial = 0;
 
-  constructor(store: ObjectStore) {
+  constructor(store: ClusterStore) {
     this.#store = store;
   }
 

@@ -1,6 +1,7 @@
 /**
  * The workload side of a cluster's control plane: kube-scheduler and the kube-controller-manager loops for
- * Deployments, DaemonSets, Jobs (with TTL after finished) and pod garbage collection. Like real controllers
+ * Deployments, DaemonSets, Jobs (with TTL after finished), pod garbage collection and the node lifecycle
+ * controller's condition taints. Like real controllers
  * they share one informer cache fed by the store's events, and each reacts through its own work queue.
  */
 import type { TwinContext } from '../context.ts';
@@ -10,6 +11,7 @@ import { DaemonSetController } from './daemonsets.ts';
 import { DeploymentController } from './deployments.ts';
 import { EventRecorder } from './events.ts';
 import { JobController } from './jobs.ts';
+import { NodeConditionTaints } from './node-taints.ts';
 import { PodGarbageCollector } from './pod-gc.ts';
 import { Scheduler } from './scheduler.ts';
 
@@ -32,6 +34,7 @@ export function startWorkloadControllers(ctx: TwinContext): WorkloadControllers 
     new DaemonSetController(ctx, cache, events),
     new JobController(ctx, cache, events),
     new PodGarbageCollector(ctx, cache),
+    new NodeConditionTaints(ctx, cache),
   ];
   // Listing and subscribing in the same turn leaves no gap for an event to fall into.
   cache.load(ctx.store);

@@ -2,17 +2,17 @@
  * Creating and deleting a controller's pods, with the events controller.RealPodControl records on the
  * owner ("Created pod: x", "Deleted pod: x"). Deletion leaves finalizers to their owners, as a DELETE does.
  */
-import type { KubeObject, ObjectStore } from '../store.ts';
+import type { ClusterStore, KubeObject } from '../store.ts';
 import type { EventRecorder } from './events.ts';
 import { PODS, type Pod } from './types.ts';
 
 export class PodControl {
-  readonly #store: ObjectStore;
+  readonly #store: ClusterStore;
   readonly #events: EventRecorder | undefined;
   readonly #component: string;
 
   /** Without `events`, nothing is recorded (the Deployment's pods belong to ReplicaSets in real clusters). */
-  constructor(store: ObjectStore, component: string, events?: EventRecorder) {
+  constructor(store: ClusterStore, component: string, events?: EventRecorder) {
     this.#store = store;
     this.#component = component;
     this.#events = events;

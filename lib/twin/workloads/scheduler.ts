@@ -5,8 +5,8 @@
  * reason Unschedulable with the scheduler's FitError message, and is tried again when a node changes in a
  * way that could make it fit (the scheduling queue's move-on-node-event).
  *
- * A node that is not Ready is treated as carrying node.kubernetes.io/not-ready:NoSchedule, the taint the
- * node lifecycle controller puts on it (TaintNodesByCondition), so only pods tolerating it land there.
+ * A node that is not Ready carries the node lifecycle controller's not-ready or unreachable taint
+ * (node-taints.ts), so only pods tolerating it land there.
  */
 import type { TwinContext } from '../context.ts';
 import type { StoreEvent } from '../store.ts';
@@ -16,7 +16,6 @@ import { findCondition, isNodeReady, isPodTerminal, keyOf, splitKey, withConditi
 import {
   matchesNodeSelectorAndAffinity,
   nodeNamesRequired,
-  TAINT_NOT_READY,
   TAINT_UNSCHEDULABLE,
   untoleratedTaint,
 } from './placement.ts';
@@ -50,19 +49,12 @@ function schedulingSignature(node: Node): string {
   ]);
 }
 
-/** The node's taints, with the not-ready taint the node lifecycle controller would have added. */
-function effectiveTaints(node: Node): readonly Taint[] {
-  const taints = node.spec?.taints ?? [];
-  if (isNodeReady(node) || taints.some((t) => t.key === TAINT_NOT_READY)) return taints;
-  return [...taints, { key: TAINT_NOT_READY, effect: 'NoSchedule' }];
-}
-
 /** Why the node cannot take the pod, or undefined when it can. */
 function filterNode(pod: Pod, node: Node): string | undefined {
   if (node.spec?.unschedulable && untoleratedTaint([UNSCHEDULABLE_TAINT], pod.spec.tolerations)) {
     return REASON_UNSCHEDULABLE;
   }
-  const taint = untoleratedTaint(effectiveTaints(node), pod.spec.tolerations);
+  const taint = untoleratedTaint(node.spec?.taints ?? [], pod.spec.tolerations);
   if (taint) return `node(s) had untolerated taint {${taint.key}: ${taint.value ?? ''}}`;
   if (!matchesNodeSelectorAndAffinity(pod.spec, node)) return REASON_AFFINITY;
   return undefined;
@@ -169,26 +161,9 @@ export class Scheduler {
     }
   }
 
-  /** What the pods/binding subresource does: set spec.nodeName, then PodScheduled=True. */
+  /** Bind through the pods/binding subresource, as kube-scheduler does: spec.nodeName, PodScheduled=True. */
   #bind(pod: Pod, node: string): void {
-    const { store } = this.#ctx;
-    const bound = store.update(PODS, { ...pod, spec: { ...pod.spec, nodeName: node } }) as Pod;
-    const now = Date.now();
-    store.update(
-      PODS,
-      {
-        ...bound,
-        status: {
-          ...bound.status,
-          conditions: withCondition(
-            bound.status?.conditions,
-            { type: 'PodScheduled', status: 'True', lastProbeTime: null },
-            now,
-          ),
-        },
-      },
-      { subresource: 'status' },
-    );
+    const bound = this.#ctx.store.bind(pod.metadata.namespace ?? 'default', pod.metadata.name, node) as Pod;
     const { namespace, name } = splitKey(keyOf(pod));
     this.#events.record(
       COMPONENT,

@@ -1,0 +1,87 @@
+/**
+ * What stands in front of every resource request a twin serves, whichever server answers it (the
+ * in-process one, or the proxy before a real kube-apiserver): the request ledger (counts by verb, and each
+ * access in RBAC's terms) and the injected faults (latency, a reset connection, an error status).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { TwinContext } from '../context.ts';
+import { StatusError } from '../errors.ts';
+import type { Verb } from '../faults.ts';
+import type { ApiVerb } from './route.ts';
+
+export interface ApiServerStats {
+  readonly requests: number;
+  readonly byVerb: Readonly<Record<string, number>>;
+  /** Each distinct resource request, in RBAC's terms (what a caller's Role must allow), and how many. */
+  readonly accesses: readonly (ResourceAccess & { readonly count: number })[];
+}
+
+/** One kind of resource request as RBAC authorises it (verb, API group, resource[/subresource], namespace). */
+export interface ResourceAccess {
+  readonly verb: ApiVerb;
+  /** '' for the core group. */
+  readonly group: string;
+  /** `pods`, or `nodes/status` for a subresource. */
+  readonly resource: string;
+  /** Undefined for cluster-scoped resources and requests across all namespaces. */
+  readonly namespace: string | undefined;
+}
+
+export class RequestLedger {
+  #requests = 0;
+  readonly #byVerb: Record<string, number> = {};
+  readonly #accesses = new Map<string, ResourceAccess & { count: number }>();
+
+  /** Any request the server answers (discovery and health included). */
+  request(): void {
+    this.#requests += 1;
+  }
+
+  access(access: ResourceAccess): void {
+    this.#byVerb[access.verb] = (this.#byVerb[access.verb] ?? 0) + 1;
+    const key = JSON.stringify(access);
+    const seen = this.#accesses.get(key) ?? { ...access, count: 0 };
+    seen.count += 1;
+    this.#accesses.set(key, seen);
+  }
+
+  stats(): ApiServerStats {
+    return {
+      requests: this.#requests,
+      byVerb: { ...this.#byVerb },
+      accesses: [...this.#accesses.values()].map((a) => ({ ...a })),
+    };
+  }
+}
+
+function injectedFailure(code: 429 | 500 | 503): StatusError {
+  if (code === 429) {
+    return new StatusError('TooManyRequests', 'Too many requests, please try again later.', {
+      retryAfterSeconds: 1,
+    });
+  }
+  if (code === 503)
+    return new StatusError('ServiceUnavailable', 'the server is currently unable to handle the request');
+  return new StatusError('InternalError', 'Internal error occurred: injected fault', {
+    causes: [{ message: 'injected fault' }],
+  });
+}
+
+/**
+ * Wait out the request's latency (the spec's per-request latency plus any injected), then say what the
+ * faults do to it: reset the connection, fail it with a status, or nothing (serve it).
+ */
+export async function requestFault(
+  ctx: TwinContext,
+  verb: ApiVerb,
+  plural: string,
+): Promise<{ reset: true } | { error: StatusError } | undefined> {
+  // Faults are configured per verb; a collection delete is a delete.
+  const faultVerb: Verb = verb === 'deletecollection' ? 'delete' : verb;
+  const fault = ctx.faults.forRequest(faultVerb, plural);
+  const delay = fault.extraLatencyMs + ctx.spec.latencies.apiRequest;
+  if (delay > 0) await sleep(delay, undefined, { signal: ctx.signal });
+  if (fault.reset) return { reset: true };
+  if (fault.errorCode) return { error: injectedFailure(fault.errorCode) };
+  return undefined;
+}
