@@ -17,6 +17,8 @@ export interface DemoOptions {
   readonly spec: TwinSpec;
   readonly stateDir?: string;
   readonly maxUnavailable: number;
+  /** Run the twin on a real kube-apiserver. */
+  readonly realApi?: boolean;
   readonly out?: NodeJS.WritableStream;
 }
 
@@ -26,9 +28,13 @@ export async function demo(opts: DemoOptions): Promise<void> {
     opts.stateDir ?? (await mkdtemp(path.join(os.tmpdir(), `ccm-migrate-demo-${opts.spec.name}-`)));
   const nodes = opts.spec.nodeGroups.reduce((n, g) => n + nodeNames(g).length, 0);
   out.write(
-    `starting twin "${opts.spec.name}": Kubernetes ${opts.spec.kubernetesVersion}, in-tree ${opts.spec.cloud.provider}, ${nodes} nodes (state in ${stateDir})\n`,
+    `starting twin "${opts.spec.name}": Kubernetes ${opts.spec.kubernetesVersion}, in-tree ${opts.spec.cloud.provider}, ${nodes} nodes${opts.realApi ? ', on a real kube-apiserver' : ''} (state in ${stateDir})\n`,
   );
-  const twin = await startTwin({ spec: opts.spec, stateDir: path.join(stateDir, 'twin') });
+  const twin = await startTwin({
+    spec: opts.spec,
+    stateDir: path.join(stateDir, 'twin'),
+    realApi: opts.realApi ?? false,
+  });
   let broken = 0;
   try {
     await migrationCommand({

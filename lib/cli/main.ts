@@ -188,7 +188,12 @@ export function buildProgram(): Command {
       'where node files, kubeconfig and invariants.jsonl go (default: a new temp dir)',
     )
     .option('--port <n>', 'API port on 127.0.0.1 (default: a free one)', port)
-    .action(async (o: { spec: string; stateDir?: string; port?: number }) => {
+    .option(
+      '--real-api',
+      'serve it from a real kube-apiserver and etcd (built by `npm run setup:kube`): HTTPS, client certificates, RBAC, admission',
+      false,
+    )
+    .action(async (o: { spec: string; stateDir?: string; port?: number; realApi: boolean }) => {
       await serveTwin({ ...o, spec: await loadTwinSpec(o.spec) });
     });
 
@@ -398,7 +403,8 @@ export function buildProgram(): Command {
     .option('--spec <file>', 'twin spec to use instead of the example', DEFAULT_TWIN_SPEC)
     .option('--state-dir <dir>', 'state dir (default: a new temp dir)')
     .option('--max-unavailable <n>', 'worker kubelets restarted at once', positiveInt, 2)
-    .action(async (o: { spec: string; stateDir?: string; maxUnavailable: number }) => {
+    .option('--real-api', 'run the twin on a real kube-apiserver (built by `npm run setup:kube`)', false)
+    .action(async (o: { spec: string; stateDir?: string; maxUnavailable: number; realApi: boolean }) => {
       await demo({ ...o, spec: await loadTwinSpec(o.spec) });
     });
 

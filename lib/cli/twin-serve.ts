@@ -12,6 +12,8 @@ export interface ServeOptions {
   /** A fresh temporary directory when absent. */
   readonly stateDir?: string;
   readonly port?: number;
+  /** Serve it from a real kube-apiserver and etcd (`npm run setup:kube` builds them). */
+  readonly realApi?: boolean;
   readonly out?: NodeJS.WritableStream;
 }
 
@@ -19,7 +21,9 @@ function describe(twin: RunningTwin): string {
   const groups = twin.spec.nodeGroups.map((g) => `${nodeNames(g).length} ${g.role}`).join(', ');
   return [
     `twin "${twin.spec.name}" is up: Kubernetes ${twin.spec.kubernetesVersion}, ${twin.spec.cloud.provider} in ${twin.spec.cloud.region}, ${groups} node(s)`,
-    `  API server:  ${twin.url}`,
+    twin.realApi
+      ? `  API server:  ${twin.url} (a real kube-apiserver ${twin.realApi.version} and etcd; this address is the twin's proxy, which adds availability and faults)`
+      : `  API server:  ${twin.url} (the twin's in-process API server)`,
     `  kubeconfig:  ${twin.kubeconfigPath}`,
     `  state dir:   ${twin.stateDir} (node files under nodes/<node>/, violations in invariants.jsonl)`,
     '',
@@ -37,10 +41,13 @@ export async function serveTwin(opts: ServeOptions): Promise<void> {
   const out = opts.out ?? process.stdout;
   const stateDir =
     opts.stateDir ?? (await mkdtemp(path.join(os.tmpdir(), `ccm-migrate-twin-${opts.spec.name}-`)));
-  out.write(`starting twin "${opts.spec.name}" in ${stateDir} …\n`);
+  out.write(
+    `starting twin "${opts.spec.name}" in ${stateDir}${opts.realApi ? ' on a real kube-apiserver' : ''} …\n`,
+  );
   const twin = await startTwin({
     spec: opts.spec,
     stateDir,
+    realApi: opts.realApi ?? false,
     ...(opts.port !== undefined ? { port: opts.port } : {}),
   });
   out.write(`${describe(twin)}\n`);

@@ -13,9 +13,16 @@ import { Faults } from './faults.ts';
 import { type InvariantMonitor, startInvariantMonitor } from './invariants.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
 import { type NodeSimulation, startNodes } from './nodes/index.ts';
+import { findRealBinaries } from './real/binaries.ts';
+import { type RealControlPlane, startRealControlPlane } from './real/control-plane.ts';
+import { startFrontProxy } from './real/front-proxy.ts';
+import { startGarbageCollector } from './real/garbage-collector.ts';
+import { type ClusterPki, createClusterPki } from './real/pki.ts';
+import { RemoteStore } from './real/remote-store.ts';
+import { startServiceAccountController } from './real/service-accounts.ts';
 import { findByKind, typeKey } from './resources.ts';
 import type { TwinSpec } from './spec.ts';
-import { ObjectStore } from './store.ts';
+import { type ClusterStore, ObjectStore } from './store.ts';
 import { startWorkloadControllers, type WorkloadControllers } from './workloads/index.ts';
 
 export interface TwinOptions {
@@ -27,6 +34,20 @@ export interface TwinOptions {
   readonly port?: number;
   /** How long to wait for a kube-apiserver static pod to be Ready before giving up. @default 60 s */
   readonly readyTimeoutMs?: number;
+  /**
+   * Serve the twin from a real kube-apiserver and etcd (built by `npm run setup:kube`) instead of the
+   * in-process API server: the simulated cluster runs as clients of that server (ADR 0005).
+   */
+  readonly realApi?: boolean;
+}
+
+/** What a twin on a real API server has besides what every twin has. */
+export interface RealApi {
+  /** The version of the kube-apiserver binary that serves the twin. */
+  readonly version: string;
+  /** kube-apiserver's own address (users go through `url`, the proxy that adds faults and availability). */
+  readonly apiServerUrl: string;
+  readonly pki: ClusterPki;
 }
 
 export interface RunningTwin {
@@ -35,13 +56,16 @@ export interface RunningTwin {
   readonly url: string;
   /** A kubeconfig for this twin, written once the API answered. */
   readonly kubeconfigPath: string;
-  readonly store: ObjectStore;
+  /** What the simulated cluster reads and writes: the in-process store, or the real server's cache. */
+  readonly store: ClusterStore;
   readonly faults: Faults;
   readonly cloud: CloudModel;
   readonly api: ApiServer;
   readonly nodes: NodeSimulation;
   readonly controllers: CloudControllers;
   readonly monitor: InvariantMonitor;
+  /** Set when the twin runs on a real kube-apiserver. */
+  readonly realApi: RealApi | undefined;
   /** Whether the API answers now (a kube-apiserver is Ready and no outage window is open). */
   apiAvailable(): boolean;
   stop(): Promise<void>;
@@ -56,7 +80,7 @@ export class TwinStartError extends Error {
 }
 
 /** The spec's objects, created before anything runs (kubeadm wrote them before the nodes joined). */
-function seedObjects(store: ObjectStore, spec: TwinSpec): void {
+function seedObjects(store: ClusterStore, spec: TwinSpec): void {
   for (const [i, obj] of spec.objects.entries()) {
     const type = findByKind(obj.apiVersion, obj.kind);
     if (!type)
@@ -78,14 +102,68 @@ async function waitUntil(check: () => boolean, timeoutMs: number, signal: AbortS
   return true;
 }
 
+/** The store and, on a real server, what runs it and what stands in for kube-controller-manager's loops. */
+interface Backend {
+  readonly store: ClusterStore;
+  readonly real?: {
+    readonly controlPlane: RealControlPlane;
+    readonly remote: RemoteStore;
+    readonly pki: ClusterPki;
+  };
+  /** After the simulated cluster stopped. */
+  stop(): Promise<void>;
+}
+
+async function startBackend(opts: TwinOptions, stateDir: string, signal: AbortSignal): Promise<Backend> {
+  if (!opts.realApi) {
+    const store = new ObjectStore();
+    seedObjects(store, opts.spec);
+    return { store, stop: async () => {} };
+  }
+  const binaries = findRealBinaries(opts.spec.kubernetesVersion);
+  const pki = createClusterPki(path.join(stateDir, 'pki'));
+  const controlPlane = await startRealControlPlane({
+    binaries,
+    pki,
+    dir: path.join(stateDir, 'control-plane'),
+  }).catch((err: unknown) => {
+    throw new TwinStartError(`the real API server did not start: ${(err as Error).message}`, { cause: err });
+  });
+  // The twin's own identity: it plays the nodes and the controllers, which kubeadm makes cluster admins.
+  const remote = new RemoteStore({
+    baseUrl: controlPlane.url,
+    tls: pki.clientCert('ccm-migrate-twin', ['system:masters']),
+  });
+  try {
+    await remote.start();
+    const accounts = startServiceAccountController(remote);
+    const gc = startGarbageCollector(remote, signal);
+    seedObjects(remote, opts.spec);
+    return {
+      store: remote,
+      real: { controlPlane, remote, pki },
+      stop: async () => {
+        accounts.stop();
+        gc.stop();
+        await remote.stop();
+        await controlPlane.stop();
+      },
+    };
+  } catch (err) {
+    await remote.stop();
+    await controlPlane.stop();
+    throw err;
+  }
+}
+
 export async function startTwin(opts: TwinOptions): Promise<RunningTwin> {
   const stateDir = path.resolve(opts.stateDir);
   await mkdir(stateDir, { recursive: true });
   const abort = new AbortController();
   const startedAt = Date.now();
   const faults = new Faults(opts.spec.faults, { startedAt });
-  const store = new ObjectStore();
-  seedObjects(store, opts.spec);
+  const backend = await startBackend(opts, stateDir, abort.signal);
+  const { store, real } = backend;
   const ctx: TwinContext = { spec: opts.spec, store, stateDir, faults, signal: abort.signal, startedAt };
   const cloud = new CloudModel(opts.spec);
 
@@ -99,26 +177,50 @@ export async function startTwin(opts: TwinOptions): Promise<RunningTwin> {
     abort.abort();
     await api?.close();
     await Promise.all([monitor.stop(), controllers.stop(), workloads.stop(), nodes.stop()]);
+    await backend.stop();
   };
 
   let api: ApiServer;
+  const host = opts.host ?? '127.0.0.1';
+  const port = opts.port ?? 0;
   try {
-    api = await startApiServer({ ctx, apiAvailable, host: opts.host ?? '127.0.0.1', port: opts.port ?? 0 });
+    api = real
+      ? await startFrontProxy({
+          ctx,
+          upstream: real.controlPlane.url,
+          pki: real.pki,
+          apiAvailable,
+          host,
+          port,
+        })
+      : await startApiServer({ ctx, store: store as ObjectStore, apiAvailable, host, port });
   } catch (err) {
     await stopAll();
-    throw new TwinStartError(`the twin's API server could not listen: ${(err as Error).message}`, {
-      cause: err,
-    });
+    const inUse = (err as NodeJS.ErrnoException).code === 'EADDRINUSE';
+    throw new TwinStartError(
+      inUse
+        ? `the twin's API server could not listen on ${host}:${port}: the port is in use`
+        : `the twin's API server could not listen: ${(err as Error).message}`,
+      { cause: err },
+    );
   }
   const timeoutMs = opts.readyTimeoutMs ?? 60_000;
-  if (!(await waitUntil(nodes.apiServerReady, timeoutMs, abort.signal))) {
+  const ready = await waitUntil(() => nodes.apiServerReady() || !!nodes.apiServerBlocked(), timeoutMs, abort.signal);
+  const blocked = nodes.apiServerBlocked();
+  if (!ready || (blocked && !nodes.apiServerReady())) {
     await stopAll(api);
     throw new TwinStartError(
-      `no kube-apiserver static pod became Ready within ${timeoutMs} ms: check the control-plane nodes' /etc/kubernetes/manifests/kube-apiserver.yaml in the spec`,
+      blocked
+        ? `the control plane cannot come up: ${blocked}`
+        : `no kube-apiserver static pod became Ready within ${timeoutMs} ms: check the control-plane nodes' /etc/kubernetes/manifests/kube-apiserver.yaml in the spec`,
     );
   }
   const kubeconfigPath = path.join(stateDir, 'kubeconfig');
-  await writeKubeconfig(kubeconfigPath, { name: opts.spec.name, server: api.url });
+  await writeKubeconfig(kubeconfigPath, {
+    name: opts.spec.name,
+    server: api.url,
+    ...(real ? { tls: real.pki.admin } : {}),
+  });
 
   let stopped: Promise<void> | undefined;
   return {
@@ -133,6 +235,9 @@ export async function startTwin(opts: TwinOptions): Promise<RunningTwin> {
     nodes,
     controllers,
     monitor,
+    realApi: real
+      ? { version: real.controlPlane.version, apiServerUrl: real.controlPlane.url, pki: real.pki }
+      : undefined,
     apiAvailable,
     stop: () => {
       stopped ??= stopAll(api);

@@ -40,6 +40,12 @@ export interface NodeSimulation {
   /** Whether some kube-apiserver static pod is Running and Ready now (the twin's API answers only then). */
   apiServerReady(): boolean;
   /**
+   * Why no kube-apiserver can ever become Ready, when that is so: on every control-plane node, the kubelet
+   * exits at start or the kube-apiserver crash-loops on its flags (each named with its node); undefined
+   * while one may still come up.
+   */
+  apiServerBlocked(): string | undefined;
+  /**
    * Restart this node's kubelet (as `systemctl restart kubelet`): NotReady now, back (flags re-read) after
    * latencies.kubeletRestart, unless ctx.faults.nodeNeverReturns(node). Resolves once the restart has begun.
    */
@@ -266,8 +272,22 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
     return k.node;
   };
 
+  const apiServerBlocked = (): string | undefined => {
+    const reasons: string[] = [];
+    for (const k of all) {
+      if (k.placement.role !== 'control-plane') continue;
+      const problem = k.problem
+        ? `the kubelet exits at start: ${k.problem}`
+        : staticPods.apiServerProblem(k.node) && `kube-apiserver crash-loops: ${staticPods.apiServerProblem(k.node)}`;
+      if (!problem) return undefined;
+      reasons.push(`${k.node}: ${problem}`);
+    }
+    return reasons.length ? reasons.join('; ') : undefined;
+  };
+
   return {
     apiServerReady: () => staticPods.apiServerReady(),
+    apiServerBlocked,
     restartKubelet,
     kubelet: (node) => {
       const k = kubeletOf(node);

@@ -88,6 +88,17 @@ export class StaticPodRunner {
   }
 
   /**
+   * Why the kube-apiserver static pod of this node cannot run, when it crash-loops on its flags; undefined
+   * when it runs, is starting, or the node has none.
+   */
+  apiServerProblem(node: string): string | undefined {
+    for (const slot of this.#nodes.get(node)?.slots.values() ?? []) {
+      if (slot.running.apiServer && slot.phase === 'crashloop') return slot.running.problem;
+    }
+    return undefined;
+  }
+
+  /**
    * Read a node's static pod directory and act on what changed. `initial`: the twin is starting an
    * existing cluster, whose static pods are already up (Ready at once, no start latency).
    */
