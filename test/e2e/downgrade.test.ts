@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { restoreProblems } from '../../lib/steps/downgrade-preflight.ts';
 import { SnapshotSchema } from '../../lib/steps/snapshot.ts';
+import { apiServersUnderTest } from '../real-api.ts';
 import { FIXTURES, fixtureSpec } from '../twin/running-twin.ts';
 import { type E2E, nodeFiles, startE2E } from './harness.ts';
 
@@ -44,56 +45,58 @@ async function clusterObjects(e: E2E): Promise<Record<string, unknown>> {
   };
 }
 
-describe('ccm-migrate downgrade on the AWS twin', () => {
-  it('returns every node file byte-identical and the cluster’s objects to the start, with clean invariants', async () => {
-    e2e = await startE2E(await fixtureSpec(FIXTURES.awsHaMini));
-    const start = await nodeFiles(e2e.t);
-    const objects = await clusterObjects(e2e);
+describe.each(apiServersUnderTest())('on the $name', (server) => {
+  describe('ccm-migrate downgrade on the AWS twin', () => {
+    it('returns every node file byte-identical and the cluster’s objects to the start, with clean invariants', async () => {
+      e2e = await startE2E(await fixtureSpec(FIXTURES.awsHaMini), server);
+      const start = await nodeFiles(e2e.t);
+      const objects = await clusterObjects(e2e);
 
-    expect((await e2e.upgrade({ maxUnavailable: 2 })).status).toBe('SUCCEEDED');
-    expect(await clusterObjects(e2e)).not.toEqual(objects);
-    const down = await e2e.downgrade({ maxUnavailable: 2 });
-    expect(down.error).toBeUndefined();
-    expect(down.status).toBe('SUCCEEDED');
+      expect((await e2e.upgrade({ maxUnavailable: 2 })).status).toBe('SUCCEEDED');
+      expect(await clusterObjects(e2e)).not.toEqual(objects);
+      const down = await e2e.downgrade({ maxUnavailable: 2 });
+      expect(down.error).toBeUndefined();
+      expect(down.status).toBe('SUCCEEDED');
 
-    expect(originalsOnly(await nodeFiles(e2e.t), start)).toEqual(originalsOnly(start, start));
-    expect(await clusterObjects(e2e)).toEqual(objects);
-    for (const node of ['cp-1', 'cp-2', 'cp-3', 'worker-1']) {
-      expect(e2e.t.twin.nodes.kubelet(node).flags.get('cloud-provider'), node).toBe('aws');
-    }
-    await e2e.t.twin.monitor.stop();
-    expect(e2e.t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
-  });
+      expect(originalsOnly(await nodeFiles(e2e.t), start)).toEqual(originalsOnly(start, start));
+      expect(await clusterObjects(e2e)).toEqual(objects);
+      for (const node of ['cp-1', 'cp-2', 'cp-3', 'worker-1']) {
+        expect(e2e.t.twin.nodes.kubelet(node).flags.get('cloud-provider'), node).toBe('aws');
+      }
+      await e2e.t.twin.monitor.stop();
+      expect(e2e.t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
+    });
 
-  it('changes nothing when run again, and says the cluster is already in-tree', async () => {
-    e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini));
-    expect((await e2e.upgrade()).status).toBe('SUCCEEDED');
-    expect((await e2e.downgrade()).status).toBe('SUCCEEDED');
-    const files = await nodeFiles(e2e.t);
-    const again = await e2e.downgrade();
-    expect(again.status).toBe('SUCCEEDED');
-    expect((again.output as { preflight: { alreadyInTree: boolean } }).preflight.alreadyInTree).toBe(true);
-    expect(await nodeFiles(e2e.t)).toEqual(files);
-  });
+    it('changes nothing when run again, and says the cluster is already in-tree', async () => {
+      e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini), server);
+      expect((await e2e.upgrade()).status).toBe('SUCCEEDED');
+      expect((await e2e.downgrade()).status).toBe('SUCCEEDED');
+      const files = await nodeFiles(e2e.t);
+      const again = await e2e.downgrade();
+      expect(again.status).toBe('SUCCEEDED');
+      expect((again.output as { preflight: { alreadyInTree: boolean } }).preflight.alreadyInTree).toBe(true);
+      expect(await nodeFiles(e2e.t)).toEqual(files);
+    });
 
-  it('refuses a cluster with no upgrade run to undo', async () => {
-    e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini));
-    const none = await e2e.downgrade();
-    expect(none.error?.name).toBe('PreflightFailed');
-    expect(none.error?.cause).toMatch(/no finished upgrade of cluster aws-mini/);
-  });
+    it('refuses a cluster with no upgrade run to undo', async () => {
+      e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini), server);
+      const none = await e2e.downgrade();
+      expect(none.error?.name).toBe('PreflightFailed');
+      expect(none.error?.cause).toMatch(/no finished upgrade of cluster aws-mini/);
+    });
 
-  it('knows the snapshot’s in-tree flags cannot start on a version without the provider', async () => {
-    e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini));
-    const up = await e2e.upgrade();
-    const snapshot = SnapshotSchema.parse((await e2e.store.get(up.clusterId, up.runId))?.snapshot);
-    expect(restoreProblems(snapshot, 'v1.26.15')).toEqual([]);
-    const problems = restoreProblems(snapshot, 'v1.27.3');
-    expect(problems).toContainEqual(
-      expect.stringMatching(/^cp-1:\/etc\/kubernetes\/manifests\/kube-controller-manager\.yaml: .*aws/),
-    );
-    expect(problems).toContainEqual(
-      expect.stringMatching(/^worker-2:\/var\/lib\/kubelet\/kubeadm-flags\.env: .*aws/),
-    );
+    it('knows the snapshot’s in-tree flags cannot start on a version without the provider', async () => {
+      e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini), server);
+      const up = await e2e.upgrade();
+      const snapshot = SnapshotSchema.parse((await e2e.store.get(up.clusterId, up.runId))?.snapshot);
+      expect(restoreProblems(snapshot, 'v1.26.15')).toEqual([]);
+      const problems = restoreProblems(snapshot, 'v1.27.3');
+      expect(problems).toContainEqual(
+        expect.stringMatching(/^cp-1:\/etc\/kubernetes\/manifests\/kube-controller-manager\.yaml: .*aws/),
+      );
+      expect(problems).toContainEqual(
+        expect.stringMatching(/^worker-2:\/var\/lib\/kubelet\/kubeadm-flags\.env: .*aws/),
+      );
+    });
   });
 });

@@ -31,8 +31,9 @@ const FAST_RETRIES = Object.fromEntries(
   [...Object.values(UPGRADE_STATES), ...Object.values(DOWNGRADE_STATES)].map((s) => [s, 20]),
 );
 
-export async function startE2E(spec: TwinSpec): Promise<E2E> {
-  const t = await startTestTwin(spec);
+/** `realApi`: the twin on a real kube-apiserver (test/real-api.ts says when that runs). */
+export async function startE2E(spec: TwinSpec, opts: { realApi?: boolean } = {}): Promise<E2E> {
+  const t = await startTestTwin(spec, { realApi: opts.realApi ?? false });
   const dir = await mkdtemp(path.join(os.tmpdir(), 'ccm-migrate-e2e-store-'));
   const store = new LocalRunStore(dir);
   const fast = (): MigrationRunOptions => ({

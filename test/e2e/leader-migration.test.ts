@@ -4,6 +4,7 @@
  * meanwhile, sampled from the twin: which processes ran the cloud loops, and every window with none.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { type ApiServerUnderTest, apiServersUnderTest, IN_PROCESS } from '../real-api.ts';
 import { HANDOVER_GAP_MS, LEASE_MS, observeControllers, realishHaSpec } from './controllers.ts';
 import { type E2E, nodeFiles, startE2E } from './harness.ts';
 
@@ -34,8 +35,8 @@ async function observe(run: () => Promise<{ status: string }>): Promise<Observed
   };
 }
 
-async function startRealish(): Promise<E2E> {
-  e2e = await startE2E(await realishHaSpec());
+async function startRealish(server: ApiServerUnderTest = IN_PROCESS): Promise<E2E> {
+  e2e = await startE2E(await realishHaSpec(), server);
   return e2e;
 }
 
@@ -124,48 +125,50 @@ describe('the downgrade of an HA control plane with leader migration', () => {
 // The CCM as a DaemonSet (upstream's AWS and OpenStack manifests): staged on no node, started on every
 // control-plane node under leader migration, rolled without the flag, and on the way back rolled with it
 // again, stopped (no pod left) and deleted.
-describe('the CCM as a DaemonSet, upgrade then downgrade of an HA control plane', () => {
-  it('runs one CCM pod per control-plane node, never two controllers, and leaves every file and no DaemonSet', async () => {
-    const run = await startRealish();
-    const start = await nodeFiles(run.t);
-    const ccm = { name: 'aws-cloud-controller-manager', namespace: 'kube-system' };
-    const up = await observe(() => run.upgrade({ options: { ccmWorkload: 'daemonset' } }));
-    expect(up.status).toBe('SUCCEEDED');
-    expect(up.violations).toEqual([]);
-    expect(up.maxActive).toBe(1);
-    for (const gap of up.noController) expect(gap).toBeLessThan(HANDOVER_GAP_MS);
+describe.each(apiServersUnderTest())('on the $name', (server) => {
+  describe('the CCM as a DaemonSet, upgrade then downgrade of an HA control plane', () => {
+    it('runs one CCM pod per control-plane node, never two controllers, and leaves every file and no DaemonSet', async () => {
+      const run = await startRealish(server);
+      const start = await nodeFiles(run.t);
+      const ccm = { name: 'aws-cloud-controller-manager', namespace: 'kube-system' };
+      const up = await observe(() => run.upgrade({ options: { ccmWorkload: 'daemonset' } }));
+      expect(up.status).toBe('SUCCEEDED');
+      expect(up.violations).toEqual([]);
+      expect(up.maxActive).toBe(1);
+      for (const gap of up.noController) expect(gap).toBeLessThan(HANDOVER_GAP_MS);
 
-    const ds = await run.t.apps.readNamespacedDaemonSet(ccm);
-    expect(ds.spec?.template.spec?.nodeSelector).toEqual({ 'node-role.kubernetes.io/control-plane': '' });
-    expect(JSON.stringify(ds.spec?.template.spec?.containers)).not.toContain('leader-migration');
-    const pods = (
-      await run.t.core.listNamespacedPod({
+      const ds = await run.t.apps.readNamespacedDaemonSet(ccm);
+      expect(ds.spec?.template.spec?.nodeSelector).toEqual({ 'node-role.kubernetes.io/control-plane': '' });
+      expect(JSON.stringify(ds.spec?.template.spec?.containers)).not.toContain('leader-migration');
+      const pods = (
+        await run.t.core.listNamespacedPod({
+          namespace: 'kube-system',
+          labelSelector: 'app.kubernetes.io/component=cloud-controller-manager',
+        })
+      ).items;
+      expect(pods.map((p) => p.spec?.nodeName).sort()).toEqual(['cp-1', 'cp-2', 'cp-3']);
+      expect(ds.status?.numberReady).toBe(3);
+      await expect(run.t.apps.readNamespacedDeployment(ccm)).rejects.toMatchObject({ code: 404 });
+      const migrationLease = await run.t.coordination.readNamespacedLease({
+        name: 'cloud-provider-extraction-migration',
+        namespace: 'kube-system',
+      });
+      expect(migrationLease.spec?.leaseTransitions ?? 0).toBeGreaterThanOrEqual(1);
+
+      const back = await observe(() => run.downgrade());
+      expect(back.status).toBe('SUCCEEDED');
+      expect(back.violations).toEqual([]);
+      expect(back.maxActive).toBe(1);
+      expect(back.noControllerMidway).toBe(false);
+      const hashes = (files: Map<string, string>) =>
+        new Map([...files].filter(([f]) => start.has(f)).map(([f, v]) => [f, v.split(' ')[0]]));
+      expect(hashes(await nodeFiles(run.t))).toEqual(hashes(start));
+      await expect(run.t.apps.readNamespacedDaemonSet(ccm)).rejects.toMatchObject({ code: 404 });
+      const left = await run.t.core.listNamespacedPod({
         namespace: 'kube-system',
         labelSelector: 'app.kubernetes.io/component=cloud-controller-manager',
-      })
-    ).items;
-    expect(pods.map((p) => p.spec?.nodeName).sort()).toEqual(['cp-1', 'cp-2', 'cp-3']);
-    expect(ds.status?.numberReady).toBe(3);
-    await expect(run.t.apps.readNamespacedDeployment(ccm)).rejects.toMatchObject({ code: 404 });
-    const migrationLease = await run.t.coordination.readNamespacedLease({
-      name: 'cloud-provider-extraction-migration',
-      namespace: 'kube-system',
-    });
-    expect(migrationLease.spec?.leaseTransitions ?? 0).toBeGreaterThanOrEqual(1);
-
-    const back = await observe(() => run.downgrade());
-    expect(back.status).toBe('SUCCEEDED');
-    expect(back.violations).toEqual([]);
-    expect(back.maxActive).toBe(1);
-    expect(back.noControllerMidway).toBe(false);
-    const hashes = (files: Map<string, string>) =>
-      new Map([...files].filter(([f]) => start.has(f)).map(([f, v]) => [f, v.split(' ')[0]]));
-    expect(hashes(await nodeFiles(run.t))).toEqual(hashes(start));
-    await expect(run.t.apps.readNamespacedDaemonSet(ccm)).rejects.toMatchObject({ code: 404 });
-    const left = await run.t.core.listNamespacedPod({
-      namespace: 'kube-system',
-      labelSelector: 'app.kubernetes.io/component=cloud-controller-manager',
-    });
-    expect(left.items).toEqual([]);
-  }, 60_000);
+      });
+      expect(left.items).toEqual([]);
+    }, 60_000);
+  });
 });

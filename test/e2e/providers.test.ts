@@ -1,10 +1,12 @@
 /**
  * Providers other than AWS migrated both ways on their twins: upgrade to the provider's CCM, then
- * downgrade back to the in-tree provider, with every node file given back byte for byte.
+ * downgrade back to the in-tree provider, with every node file given back byte for byte; on the in-process
+ * API server and on a real kube-apiserver.
  */
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadTwinSpec } from '../../lib/twin/spec.ts';
+import { apiServersUnderTest } from '../real-api.ts';
 import { type E2E, nodeFiles, startE2E } from './harness.ts';
 
 const GCP_MINI = fileURLToPath(new URL('../fixtures/twins/gcp-mini.yaml', import.meta.url));
@@ -88,55 +90,59 @@ const CASES: readonly ProviderCase[] = [
   },
 ];
 
-describe.each(CASES)('$title upgraded to its CCM and back', (c) => {
-  it('keeps its providerIDs, sees no invariant violation, and restores every file and kubeadm-config', async () => {
-    e2e = await startE2E(await loadTwinSpec(c.fixture));
-    const nodes = ['cp-1', 'worker-1', 'worker-2'];
-    const start = await nodeFiles(e2e.t);
-    const kubeadmAtStart = await kubeadmConfig(e2e);
-    const providerIDs = async () =>
-      Object.fromEntries(
-        (await e2e?.t.core.listNode())?.items.map((n) => [n.metadata?.name, n.spec?.providerID]) ?? [],
+describe.each(apiServersUnderTest())('on the $name', (server) => {
+  describe.each(CASES)('$title upgraded to its CCM and back', (c) => {
+    it('keeps its providerIDs, sees no invariant violation, and restores every file and kubeadm-config', async () => {
+      e2e = await startE2E(await loadTwinSpec(c.fixture), server);
+      const nodes = ['cp-1', 'worker-1', 'worker-2'];
+      const start = await nodeFiles(e2e.t);
+      const kubeadmAtStart = await kubeadmConfig(e2e);
+      const providerIDs = async () =>
+        Object.fromEntries(
+          (await e2e?.t.core.listNode())?.items.map((n) => [n.metadata?.name, n.spec?.providerID]) ?? [],
+        );
+      const idsAtStart = await providerIDs();
+      expect(Object.values(idsAtStart)).toEqual(nodes.map(() => expect.stringMatching(c.providerID)));
+      expect(await syncedBy(e2e, c.initialiser)).toEqual([]);
+
+      const up = await e2e.upgrade();
+      expect(up.error).toBeUndefined();
+      expect(up.status).toBe('SUCCEEDED');
+      for (const node of nodes) {
+        expect(e2e.t.twin.nodes.kubelet(node).flags.get('cloud-provider'), node).toBe('external');
+      }
+      const ccm = (await e2e.t.apps.listNamespacedDeployment({ namespace: 'kube-system' })).items.find((d) =>
+        d.spec?.template.spec?.containers.some((x) => x.name === 'cloud-controller-manager'),
       );
-    const idsAtStart = await providerIDs();
-    expect(Object.values(idsAtStart)).toEqual(nodes.map(() => expect.stringMatching(c.providerID)));
-    expect(await syncedBy(e2e, c.initialiser)).toEqual([]);
+      const container = ccm?.spec?.template.spec?.containers.find(
+        (x) => x.name === 'cloud-controller-manager',
+      );
+      expect(container?.image).toMatch(c.image);
+      expect(container?.args).toContain(`--cloud-config=${c.cloudConfig}`);
+      expect(ccm?.spec?.template.spec?.volumes).toContainEqual(
+        expect.objectContaining({ hostPath: { path: c.cloudConfig, type: 'File' } }),
+      );
+      // Verify's canary node was tainted and initialised again by the CCM (on Azure: by its own
+      // cloud-node-manager, the CCM running without cloud-node), which gave it the very providerID the
+      // in-tree provider had.
+      expect((await syncedBy(e2e, c.initialiser)).length).toBeGreaterThan(0);
+      if (c.initialiser === 'cloud-node-manager')
+        expect(await syncedBy(e2e, 'cloud-node-controller')).toEqual([]);
+      expect(await providerIDs()).toEqual(idsAtStart);
+      expect(await kubeadmConfig(e2e)).not.toContain(`cloud-provider: ${c.inTree}`);
 
-    const up = await e2e.upgrade();
-    expect(up.error).toBeUndefined();
-    expect(up.status).toBe('SUCCEEDED');
-    for (const node of nodes) {
-      expect(e2e.t.twin.nodes.kubelet(node).flags.get('cloud-provider'), node).toBe('external');
-    }
-    const ccm = (await e2e.t.apps.listNamespacedDeployment({ namespace: 'kube-system' })).items.find((d) =>
-      d.spec?.template.spec?.containers.some((x) => x.name === 'cloud-controller-manager'),
-    );
-    const container = ccm?.spec?.template.spec?.containers.find((x) => x.name === 'cloud-controller-manager');
-    expect(container?.image).toMatch(c.image);
-    expect(container?.args).toContain(`--cloud-config=${c.cloudConfig}`);
-    expect(ccm?.spec?.template.spec?.volumes).toContainEqual(
-      expect.objectContaining({ hostPath: { path: c.cloudConfig, type: 'File' } }),
-    );
-    // Verify's canary node was tainted and initialised again by the CCM (on Azure: by its own
-    // cloud-node-manager, the CCM running without cloud-node), which gave it the very providerID the
-    // in-tree provider had.
-    expect((await syncedBy(e2e, c.initialiser)).length).toBeGreaterThan(0);
-    if (c.initialiser === 'cloud-node-manager')
-      expect(await syncedBy(e2e, 'cloud-node-controller')).toEqual([]);
-    expect(await providerIDs()).toEqual(idsAtStart);
-    expect(await kubeadmConfig(e2e)).not.toContain(`cloud-provider: ${c.inTree}`);
+      const down = await e2e.downgrade();
+      expect(down.error).toBeUndefined();
+      expect(down.status).toBe('SUCCEEDED');
+      for (const node of nodes) {
+        expect(e2e.t.twin.nodes.kubelet(node).flags.get('cloud-provider'), node).toBe(c.inTree);
+      }
+      expect(hashes(await nodeFiles(e2e.t), start)).toEqual(hashes(start, start));
+      expect(await kubeadmConfig(e2e)).toBe(kubeadmAtStart);
+      expect(await providerIDs()).toEqual(idsAtStart);
 
-    const down = await e2e.downgrade();
-    expect(down.error).toBeUndefined();
-    expect(down.status).toBe('SUCCEEDED');
-    for (const node of nodes) {
-      expect(e2e.t.twin.nodes.kubelet(node).flags.get('cloud-provider'), node).toBe(c.inTree);
-    }
-    expect(hashes(await nodeFiles(e2e.t), start)).toEqual(hashes(start, start));
-    expect(await kubeadmConfig(e2e)).toBe(kubeadmAtStart);
-    expect(await providerIDs()).toEqual(idsAtStart);
-
-    await e2e.t.twin.monitor.stop();
-    expect(e2e.t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
+      await e2e.t.twin.monitor.stop();
+      expect(e2e.t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
+    });
   });
 });

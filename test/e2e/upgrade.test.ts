@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { clusterConfigurationArgs } from '../../lib/controlplane/kubeadm-config.ts';
 import { nodeNames } from '../../lib/twin/spec.ts';
 import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
+import { apiServersUnderTest } from '../real-api.ts';
 import { FIXTURES, fixtureSpec, kubeletExternal } from '../twin/running-twin.ts';
 import { type E2E, nodeFiles, startE2E } from './harness.ts';
 
@@ -59,57 +60,59 @@ async function expectMigrated(run: E2E): Promise<void> {
   expect(violations).toEqual([]);
 }
 
-describe('ccm-migrate upgrade on the AWS twin', () => {
-  it('moves an HA cluster to the external CCM with never none and never two cloud controllers', async () => {
-    e2e = await startE2E(await fixtureSpec(FIXTURES.awsHaMini));
-    const progress: string[] = [];
-    const result = await e2e.upgrade({
-      maxUnavailable: 2,
-      onProgress: (p) => progress.push(`${p.step} ${p.node ?? ''}`),
-    });
-    expect(result.error).toBeUndefined();
-    expect(result.status).toBe('SUCCEEDED');
-    await expectMigrated(e2e);
-    // Control-plane nodes one at a time, in order, before any kubelet.
-    const moves = progress.filter((p) => p.startsWith('move-control-plane-node'));
-    expect(moves).toEqual([
-      'move-control-plane-node cp-1',
-      'move-control-plane-node cp-2',
-      'move-control-plane-node cp-3',
-    ]);
-    const record = await e2e.store.get(result.clusterId, result.runId);
-    expect(record?.status).toBe('succeeded');
-    expect(result.transitions).toBeGreaterThan(10);
-    expect(result.apiRequests).toBeGreaterThan(0);
-  });
-
-  it('changes nothing when run again: no node file written, no applied object changed, and says so', async () => {
-    e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini));
-    expect((await e2e.upgrade()).status).toBe('SUCCEEDED');
-    const files = await nodeFiles(e2e.t);
-    const objects = await e2e.t.core.listNamespacedServiceAccount({ namespace: 'kube-system' });
-    const ccm = await e2e.t.apps.readNamespacedDeployment({
-      name: 'aws-cloud-controller-manager',
-      namespace: 'kube-system',
+describe.each(apiServersUnderTest())('on the $name', (server) => {
+  describe('ccm-migrate upgrade on the AWS twin', () => {
+    it('moves an HA cluster to the external CCM with never none and never two cloud controllers', async () => {
+      e2e = await startE2E(await fixtureSpec(FIXTURES.awsHaMini), server);
+      const progress: string[] = [];
+      const result = await e2e.upgrade({
+        maxUnavailable: 2,
+        onProgress: (p) => progress.push(`${p.step} ${p.node ?? ''}`),
+      });
+      expect(result.error).toBeUndefined();
+      expect(result.status).toBe('SUCCEEDED');
+      await expectMigrated(e2e);
+      // Control-plane nodes one at a time, in order, before any kubelet.
+      const moves = progress.filter((p) => p.startsWith('move-control-plane-node'));
+      expect(moves).toEqual([
+        'move-control-plane-node cp-1',
+        'move-control-plane-node cp-2',
+        'move-control-plane-node cp-3',
+      ]);
+      const record = await e2e.store.get(result.clusterId, result.runId);
+      expect(record?.status).toBe('succeeded');
+      expect(result.transitions).toBeGreaterThan(10);
+      expect(result.apiRequests).toBeGreaterThan(0);
     });
 
-    const again = await e2e.upgrade();
-    expect(again.status).toBe('SUCCEEDED');
-    expect(again.resumed).toBe(false);
-    expect((again.output as { preflight: { alreadyExternal: boolean } }).preflight.alreadyExternal).toBe(
-      true,
-    );
-    expect(await nodeFiles(e2e.t)).toEqual(files);
-    const ccmAfter = await e2e.t.apps.readNamespacedDeployment({
-      name: 'aws-cloud-controller-manager',
-      namespace: 'kube-system',
+    it('changes nothing when run again: no node file written, no applied object changed, and says so', async () => {
+      e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini), server);
+      expect((await e2e.upgrade()).status).toBe('SUCCEEDED');
+      const files = await nodeFiles(e2e.t);
+      const objects = await e2e.t.core.listNamespacedServiceAccount({ namespace: 'kube-system' });
+      const ccm = await e2e.t.apps.readNamespacedDeployment({
+        name: 'aws-cloud-controller-manager',
+        namespace: 'kube-system',
+      });
+
+      const again = await e2e.upgrade();
+      expect(again.status).toBe('SUCCEEDED');
+      expect(again.resumed).toBe(false);
+      expect((again.output as { preflight: { alreadyExternal: boolean } }).preflight.alreadyExternal).toBe(
+        true,
+      );
+      expect(await nodeFiles(e2e.t)).toEqual(files);
+      const ccmAfter = await e2e.t.apps.readNamespacedDeployment({
+        name: 'aws-cloud-controller-manager',
+        namespace: 'kube-system',
+      });
+      expect(ccmAfter.metadata?.resourceVersion).toBe(ccm.metadata?.resourceVersion);
+      const objectsAfter = await e2e.t.core.listNamespacedServiceAccount({ namespace: 'kube-system' });
+      expect(objectsAfter.items.map((o) => o.metadata?.resourceVersion)).toEqual(
+        objects.items.map((o) => o.metadata?.resourceVersion),
+      );
+      await expectMigrated(e2e);
     });
-    expect(ccmAfter.metadata?.resourceVersion).toBe(ccm.metadata?.resourceVersion);
-    const objectsAfter = await e2e.t.core.listNamespacedServiceAccount({ namespace: 'kube-system' });
-    expect(objectsAfter.items.map((o) => o.metadata?.resourceVersion)).toEqual(
-      objects.items.map((o) => o.metadata?.resourceVersion),
-    );
-    await expectMigrated(e2e);
   });
 });
 

@@ -84,15 +84,23 @@ export interface TestTwin extends KubeClients {
 
 export async function startTestTwin(
   spec: TwinSpec,
-  opts: { readyTimeoutMs?: number } = {},
+  opts: { readyTimeoutMs?: number; realApi?: boolean } = {},
 ): Promise<TestTwin> {
   const stateDir = await mkdtemp(path.join(os.tmpdir(), 'ccm-migrate-twin-test-'));
-  const twin = await startTwin({ spec, stateDir, readyTimeoutMs: opts.readyTimeoutMs ?? 10_000 }).catch(
-    async (err: unknown) => {
-      await rm(stateDir, { recursive: true, force: true });
-      throw err;
-    },
-  );
+  const twin = await startTwin({
+    spec,
+    stateDir,
+    readyTimeoutMs: opts.readyTimeoutMs ?? 10_000,
+    realApi: opts.realApi ?? false,
+  }).catch(async (err: unknown) => {
+    await rm(stateDir, { recursive: true, force: true });
+    throw err;
+  });
+  // A test that asked for the real server never quietly runs on the in-process one.
+  if (opts.realApi && !(twin.realApi && twin.url.startsWith('https:'))) {
+    await twin.stop();
+    throw new Error('asked for a twin on a real kube-apiserver, got one on the in-process server');
+  }
   return {
     twin,
     ...clientsFromKubeconfigFile(twin.kubeconfigPath),
