@@ -4,17 +4,23 @@
  * provider never in-tree) on every provider's twin, each API request recorded by the twin in RBAC's terms.
  * Every request must be allowed by the rules, and every rule must be used by some request: the grant is
  * exactly the calls. RBAC's evaluation is written out here (apiGroups × resources × verbs, a Role only in its
- * namespace); the twin does not enforce it.
+ * namespace); the in-process twin does not enforce it. The last block runs the same on a real kube-apiserver,
+ * whose authorizer does.
  */
+import { writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { checkDrift } from '../../lib/drift/check.ts';
+import { clientsFromKubeconfigFile, type KubeClients } from '../../lib/kube/clients.ts';
 import { localContext } from '../../lib/local/context.ts';
 import { planUpgrade } from '../../lib/local/plan.ts';
 import type { ResourceAccess } from '../../lib/twin/api/front-door.ts';
+import { renderKubeconfig } from '../../lib/twin/kubeconfig.ts';
 import { loadTwinSpec } from '../../lib/twin/spec.ts';
+import { realApiRuns } from '../real-api.ts';
 import { type E2E, startE2E } from './harness.ts';
 
 interface Rule {
@@ -162,4 +168,86 @@ describe('the RBAC ccm-migrate ships', () => {
     expect(seen.size).toBeGreaterThan(20);
     expect(unused).toEqual([]);
   });
+});
+
+/**
+ * The same rules enforced by a real kube-apiserver's authorizer: ccm-migrate runs as a client certificate
+ * in group ccm-migrate, bound only by assets/rbac/ccm-migrate.yaml (applied by the admin), so a missing rule
+ * is a real 403; the CCM's RBAC it installs is a real privilege-escalation check (escalate, bind).
+ */
+describe.runIf(realApiRuns())('the RBAC ccm-migrate ships, on a real kube-apiserver', () => {
+  let e: E2E | undefined;
+  afterEach(async () => {
+    await e?.stop();
+    e = undefined;
+  });
+
+  /** A twin on the real server with the manifest's objects (edited by `edit`) applied by its admin. */
+  async function startBound(name: string, edit: (docs: RbacRole[]) => RbacRole[] = (d) => d) {
+    e = await startE2E(await loadTwinSpec(fixture(name)), { realApi: true });
+    const docs = parseAllDocuments(await readFile(MANIFEST, 'utf8')).map((d) => d.toJS() as RbacRole);
+    for (const doc of edit(docs)) await e.t.objects.create(doc as never);
+    return { e, clients: identity(e, 'ccm-migrate-operator', ['ccm-migrate']) };
+  }
+
+  /** Clients for a user of the cluster CA with these groups, through the twin's address. */
+  function identity(run: E2E, user: string, groups: string[]): KubeClients {
+    const pki = run.t.twin.realApi?.pki;
+    if (!pki) throw new Error('not a real-API twin');
+    const file = path.join(run.t.twin.stateDir, `kubeconfig-${user}`);
+    const tls = pki.clientCert(user, groups);
+    writeFileSync(file, renderKubeconfig({ name: user, server: run.t.twin.url, tls }), { mode: 0o600 });
+    return clientsFromKubeconfigFile(file);
+  }
+
+  it('lets plan, upgrade, drift and downgrade run on the AWS twin', async () => {
+    const { e: run, clients } = await startBound('aws-mini');
+    const asUser = { clients, store: run.store };
+    await planUpgrade({ clients, options: {}, pollMs: 10 });
+    const up = await run.upgrade(asUser);
+    expect(up.error).toBeUndefined();
+    const check = (mode: 'external' | 'in-tree') =>
+      checkDrift(localContext({ clients, pollMs: 10 }), {
+        clusterId: 'rbac',
+        provider: 'aws',
+        expect: mode,
+        deep: true,
+        stuckAfterMs: 0,
+      });
+    expect((await check('external')).status).toBe('clean');
+    const down = await run.downgrade(asUser);
+    expect(down.error).toBeUndefined();
+    expect((await check('in-tree')).status).toBe('clean');
+  }, 120_000);
+
+  it('lets a DaemonSet CCM under leader migration go both ways on the HA twin', async () => {
+    const { e: run, clients } = await startBound('aws-ha-mini');
+    const up = await run.upgrade({ clients, options: { ccmWorkload: 'daemonset' } });
+    expect(up.error).toBeUndefined();
+    const down = await run.downgrade({ clients });
+    expect(down.error).toBeUndefined();
+  }, 120_000);
+
+  it('refuses an identity the manifest does not bind, before any change (so the test above can fail)', async () => {
+    const { e: run } = await startBound('aws-mini');
+    const stranger = identity(run, 'someone-else', ['not-ccm-migrate']);
+    await expect(planUpgrade({ clients: stranger, options: {}, pollMs: 10 })).rejects.toMatchObject({
+      name: 'KubeApiRejected',
+      message: expect.stringMatching(/forbidden/),
+    });
+  }, 60_000);
+
+  it('needs escalate: without it the CCM’s ClusterRole is refused and the upgrade rolls back', async () => {
+    const withoutEscalate = (docs: RbacRole[]) =>
+      docs.map((d) => ({
+        ...d,
+        rules: d.rules?.map((r) => ({ ...r, verbs: r.verbs.filter((v) => v !== 'escalate') })),
+      }));
+    const { e: run, clients } = await startBound('aws-mini', withoutEscalate as never);
+    const up = await run.upgrade({ clients });
+    expect(up.error?.name).toBe('RolledBack');
+    expect(up.error?.cause).toMatch(
+      /clusterroles.*forbidden|attempting to grant RBAC permissions not currently held/s,
+    );
+  }, 120_000);
 });

@@ -75,12 +75,13 @@ export async function startApiServer(opts: {
     res: ServerResponse,
     query: URLSearchParams,
   ) {
-    ledger.access({
+    const access = {
       verb: route.verb,
       group: route.type.group,
       resource: route.subresource ? `${route.type.plural}/${route.subresource}` : route.type.plural,
       namespace: route.namespace,
-    });
+    };
+    ledger.access(access);
     const fault = await requestFault(ctx, route.verb, route.type.plural);
     if (fault && 'reset' in fault) {
       req.socket.destroy();
@@ -102,6 +103,9 @@ export async function startApiServer(opts: {
     }
     const body = route.verb === 'get' || route.verb === 'list' ? '' : await readBody(req);
     const answer = HANDLERS[route.verb]({ store: opts.store, route, query, headers: req.headers, body });
+    // An apply that creates is authorised as create too (the patch handler's withAuthorization in
+    // k8s.io/apiserver/pkg/endpoints/handlers/patch.go): a Role needs both verbs.
+    if (route.verb === 'patch' && answer.code === 201) ledger.access({ ...access, verb: 'create' });
     sendJson(res, answer.code, answer.body, answer.contentType);
   }
 
