@@ -205,7 +205,11 @@ export async function startTwin(opts: TwinOptions): Promise<RunningTwin> {
     );
   }
   const timeoutMs = opts.readyTimeoutMs ?? 60_000;
-  const ready = await waitUntil(() => nodes.apiServerReady() || !!nodes.apiServerBlocked(), timeoutMs, abort.signal);
+  const ready = await waitUntil(
+    () => nodes.apiServerReady() || !!nodes.apiServerBlocked(),
+    timeoutMs,
+    abort.signal,
+  );
   const blocked = nodes.apiServerBlocked();
   if (!ready || (blocked && !nodes.apiServerReady())) {
     await stopAll(api);

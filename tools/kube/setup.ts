@@ -21,12 +21,15 @@ import {
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { parse as parseYaml } from 'yaml';
-import { apiServerPath, ETCD_VERSION, etcdPath, kubeCacheDir } from '../../lib/twin/real/binaries.ts';
+import {
+  apiServerPath,
+  ETCD_VERSION,
+  etcdPath,
+  kubeCacheDir,
+  twinSpecVersions,
+} from '../../lib/twin/real/binaries.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const REPO = path.resolve(HERE, '../..');
-const SPEC_DIRS = ['assets/twins', 'test/fixtures/twins'];
 
 class SetupError extends Error {
   /** 2 for what the user must fix (no Go, a bad --version), 1 for a failed build. */
@@ -39,33 +42,21 @@ class SetupError extends Error {
   }
 }
 
-/** The Go command: on PATH, or where the official tarball puts it. */
+/** The Go command: $CCM_MIGRATE_GO if set, else on PATH, else where the official tarball puts it. */
 function findGo(): string {
-  for (const candidate of ['go', '/usr/local/go/bin/go']) {
+  const candidates = process.env.CCM_MIGRATE_GO
+    ? [process.env.CCM_MIGRATE_GO]
+    : ['go', '/usr/local/go/bin/go'];
+  for (const candidate of candidates) {
     try {
       execFileSync(candidate, ['version'], { stdio: 'ignore' });
       return candidate;
     } catch {}
   }
   throw new SetupError(
-    'the Go toolchain was not found (neither `go` on PATH nor /usr/local/go/bin/go): install Go 1.22 or later from https://go.dev/dl/ and run `npm run setup:kube` again',
+    `the Go toolchain was not found (tried ${candidates.join(', ')}): install Go 1.22 or later from https://go.dev/dl/ (or set CCM_MIGRATE_GO to the go command) and run \`npm run setup:kube\` again`,
     2,
   );
-}
-
-/** Every kubernetesVersion the example and test twin specs name. */
-function specVersions(): string[] {
-  const versions = new Set<string>();
-  for (const dir of SPEC_DIRS) {
-    for (const file of readdirSync(path.join(REPO, dir))) {
-      if (!file.endsWith('.yaml')) continue;
-      const spec = parseYaml(readFileSync(path.join(REPO, dir, file), 'utf8')) as {
-        kubernetesVersion?: string;
-      };
-      if (spec?.kubernetesVersion) versions.add(`v${spec.kubernetesVersion.replace(/^v/, '')}`);
-    }
-  }
-  return [...versions].sort();
 }
 
 function goEnv(): NodeJS.ProcessEnv {
@@ -301,11 +292,11 @@ async function main(argv: string[]): Promise<number> {
   });
   if (values.help) {
     console.log(
-      'usage: npm run setup:kube [-- --version vX.Y.Z ...]\n\nBuilds kube-apiserver for each version (default: every kubernetesVersion of the twin specs in assets/twins and test/fixtures/twins) and etcd into .kube/ (CCM_MIGRATE_KUBE_DIR moves it). Needs Go 1.22+ and the Go module proxy.',
+      'usage: npm run setup:kube [-- --version vX.Y.Z ...]\n\nBuilds kube-apiserver for each version (default: every kubernetesVersion of the twin specs in assets/twins and test/fixtures/twins) and etcd into .kube/ (CCM_MIGRATE_KUBE_DIR moves it). Needs Go 1.22+ (CCM_MIGRATE_GO names it) and the Go module proxy.',
     );
     return 0;
   }
-  const versions = (values.version ?? specVersions()).map((v) => `v${v.replace(/^v/, '')}`);
+  const versions = (values.version ?? twinSpecVersions()).map((v) => `v${v.replace(/^v/, '')}`);
   const bad = versions.filter((v) => !/^v1\.\d+\.\d+$/.test(v));
   if (bad.length)
     throw new SetupError(`not a Kubernetes version: ${bad.join(', ')} (expected e.g. v1.26.15)`, 2);

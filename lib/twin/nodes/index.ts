@@ -278,7 +278,8 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
       if (k.placement.role !== 'control-plane') continue;
       const problem = k.problem
         ? `the kubelet exits at start: ${k.problem}`
-        : staticPods.apiServerProblem(k.node) && `kube-apiserver crash-loops: ${staticPods.apiServerProblem(k.node)}`;
+        : staticPods.apiServerProblem(k.node) &&
+          `kube-apiserver crash-loops: ${staticPods.apiServerProblem(k.node)}`;
       if (!problem) return undefined;
       reasons.push(`${k.node}: ${problem}`);
     }

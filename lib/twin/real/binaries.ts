@@ -3,7 +3,7 @@
  * Kubernetes version) and etcd from their Go modules into a git-ignored cache, and the twin takes them
  * from there. `CCM_MIGRATE_KUBE_DIR` moves the cache.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InvalidInputError } from '../../errors.ts';
@@ -12,6 +12,24 @@ import { InvalidInputError } from '../../errors.ts';
 export const ETCD_VERSION = 'v3.5.21';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
+
+/** Where the example and test twin specs live: setup:kube builds each kubernetesVersion they name. */
+const SPEC_DIRS = ['assets/twins', 'test/fixtures/twins'];
+
+/** Every kubernetesVersion the example and test twin specs name, `v`-prefixed, sorted. */
+export function twinSpecVersions(): string[] {
+  const versions = new Set<string>();
+  for (const dir of SPEC_DIRS) {
+    for (const file of readdirSync(path.join(REPO, dir))) {
+      if (!file.endsWith('.yaml')) continue;
+      const m = /^kubernetesVersion:\s*v?(\d+\.\d+\.\d+)\s*$/m.exec(
+        readFileSync(path.join(REPO, dir, file), 'utf8'),
+      );
+      if (m) versions.add(`v${m[1]}`);
+    }
+  }
+  return [...versions].sort();
+}
 
 export function kubeCacheDir(): string {
   return path.resolve(process.env.CCM_MIGRATE_KUBE_DIR || path.join(REPO, '.kube'));

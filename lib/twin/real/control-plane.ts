@@ -7,7 +7,7 @@
  * whatever was started is stopped again.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, openSync, readFileSync } from 'node:fs';
+import { mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
@@ -32,7 +32,6 @@ export class ControlPlaneStartError extends Error {
 
 const ETCD_READY_MS = 20_000;
 const APISERVER_READY_MS = 60_000;
-const STOP_GRACE_MS = 5_000;
 
 /** A port nothing listens on now (the OS picks it; the process binds it a moment later). */
 export function freePort(): Promise<number> {
@@ -80,15 +79,13 @@ function launch(name: string, binary: string, args: string[], dir: string): Mana
     child,
     log,
     exited: false,
+    // Killed outright: a twin's etcd and API server hold nothing worth a graceful shutdown, which costs
+    // kube-apiserver a second.
     stop: () =>
       new Promise<void>((resolve) => {
         if (managed.exited) return resolve();
-        const kill = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
-        child.once('exit', () => {
-          clearTimeout(kill);
-          resolve();
-        });
-        child.kill('SIGTERM');
+        child.once('exit', () => resolve());
+        child.kill('SIGKILL');
       }),
   };
   running.add(managed);
@@ -138,6 +135,8 @@ export async function startRealControlPlane(opts: {
   dir: string;
 }): Promise<RealControlPlane> {
   const { binaries, pki, dir } = opts;
+  // A twin starts from its spec: data an earlier run of this state dir left in etcd would clash with it.
+  rmSync(path.join(dir, 'etcd'), { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const [client, peer, secure] = [await freePort(), await freePort(), await freePort()];
   const etcdUrl = `http://127.0.0.1:${client}`;
