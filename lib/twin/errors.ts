@@ -130,7 +130,9 @@ export function invalid(
   name: string,
   causes: readonly StatusCause[],
 ): StatusError {
-  const summary = causes.map((c) => (c.field ? `${c.field}: ${c.message}` : c.message)).join(', ');
+  // ToAggregate: one cause as it is, several in brackets.
+  const each = causes.map((c) => (c.field ? `${c.field}: ${c.message}` : c.message));
+  const summary = each.length === 1 ? each[0] : `[${each.join(', ')}]`;
   return new StatusError('Invalid', `${resource.kind} "${name}" is invalid: ${summary}`, {
     name,
     group: resource.group,

@@ -15,7 +15,7 @@ export interface ResourceType {
   readonly singular: string;
   readonly namespaced: boolean;
   readonly shortNames: readonly string[];
-  /** Subresources served, e.g. 'status'. */
+  /** Subresources served: 'status', and 'scale' (Deployments). */
   readonly subresources: readonly string[];
   /** Verbs advertised in discovery. */
   readonly verbs: readonly string[];
@@ -39,7 +39,7 @@ function type(
   version: string,
   kind: string,
   plural: string,
-  opts: { namespaced: boolean; shortNames?: string[]; status?: boolean; hasSpec?: boolean },
+  opts: { namespaced: boolean; shortNames?: string[]; status?: boolean; scale?: boolean; hasSpec?: boolean },
 ): ResourceType {
   return {
     group,
@@ -50,7 +50,7 @@ function type(
     singular: kind.toLowerCase(),
     namespaced: opts.namespaced,
     shortNames: opts.shortNames ?? [],
-    subresources: opts.status ? ['status'] : [],
+    subresources: [...(opts.status ? ['status'] : []), ...(opts.scale ? ['scale'] : [])],
     verbs: ALL_VERBS,
     hasSpec: opts.hasSpec ?? opts.status ?? false,
   };
@@ -75,7 +75,12 @@ export const RESOURCE_TYPES: readonly ResourceType[] = [
     shortNames: ['pvc'],
     status: true,
   }),
-  type('apps', 'v1', 'Deployment', 'deployments', { namespaced: true, shortNames: ['deploy'], status: true }),
+  type('apps', 'v1', 'Deployment', 'deployments', {
+    namespaced: true,
+    shortNames: ['deploy'],
+    status: true,
+    scale: true,
+  }),
   type('apps', 'v1', 'DaemonSet', 'daemonsets', { namespaced: true, shortNames: ['ds'], status: true }),
   type('batch', 'v1', 'Job', 'jobs', { namespaced: true, status: true }),
   type('coordination.k8s.io', 'v1', 'Lease', 'leases', { namespaced: true, hasSpec: true }),

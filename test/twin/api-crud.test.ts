@@ -198,7 +198,7 @@ describe('create errors', () => {
     expect([noNs.code, noNs.status.message]).toEqual([404, 'namespaces "nowhere" not found']);
   });
 
-  it('400 for a malformed or non-object body, 415 for a body it cannot decode', async () => {
+  it('400 for a malformed or non-object body, 415 for a media type it does not decode', async () => {
     for (const body of ['{"metadata":', '[1,2]', 'null', '"text"']) {
       const res = await h.fetch('/api/v1/namespaces/default/configmaps', {
         method: 'POST',
@@ -211,9 +211,15 @@ describe('create errors', () => {
     const proto = await h.fetch('/api/v1/namespaces/default/configmaps', {
       method: 'POST',
       headers: { 'Content-Type': 'application/vnd.kubernetes.protobuf' },
-      body: 'k8s\u0000…',
+      body: 'not protobuf',
     });
-    expect([proto.status, (await json(proto)).reason]).toEqual([415, 'UnsupportedMediaType']);
+    expect([proto.status, (await json(proto)).reason]).toEqual([400, 'BadRequest']);
+    const cbor = await h.fetch('/api/v1/namespaces/default/configmaps', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/cbor' },
+      body: '{}',
+    });
+    expect([cbor.status, (await json(cbor)).reason]).toEqual([415, 'UnsupportedMediaType']);
   });
 
   it('accepts YAML bodies', async () => {

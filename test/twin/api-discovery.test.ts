@@ -26,6 +26,8 @@ describe('discovery', () => {
     const groups = await h.kc.makeApiClient(ApisApi).getAPIVersions();
     const expected = [
       ...new Set(RESOURCE_TYPES.filter((t) => t.group).map((t) => `${t.group}/${t.version}`)),
+      // SelfSubjectAccessReview (kubectl auth can-i): served, stored nowhere.
+      'authorization.k8s.io/v1',
     ];
     expect(groups.groups.map((g) => g.preferredVersion?.groupVersion).sort()).toEqual(expected.sort());
   });
@@ -45,15 +47,24 @@ describe('discovery', () => {
       'daemonsets',
       'daemonsets/status',
       'deployments',
+      'deployments/scale',
       'deployments/status',
     ]);
+    expect(apps.resources.find((r) => r.name === 'deployments/scale')).toMatchObject({
+      group: 'autoscaling',
+      version: 'v1',
+      kind: 'Scale',
+    });
     expect((await h.fetch('/apis/apps/v2')).status).toBe(404);
   });
 
   it('serves aggregated discovery when asked for it', async () => {
     for (const [path, groups] of [
       ['/api', ['']],
-      ['/apis', [...new Set(RESOURCE_TYPES.filter((t) => t.group).map((t) => t.group))]],
+      [
+        '/apis',
+        [...new Set(RESOURCE_TYPES.filter((t) => t.group).map((t) => t.group)), 'authorization.k8s.io'],
+      ],
     ] as const) {
       const res = await h.fetch(path, { headers: { Accept: `${AGGREGATED},application/json` } });
       expect(res.headers.get('content-type')).toBe(AGGREGATED);

@@ -159,4 +159,62 @@ describe.runIf(existsSync(KUBECTL))('kubectl', () => {
     );
     await expect(kubectl('get', 'configmap', 'nope')).rejects.toThrow(/configmaps "nope" not found/);
   });
+
+  it('creates with its typed clients (protobuf bodies): a ConfigMap, a Secret, a Deployment, a Service', async () => {
+    await kubectl('create', 'configmap', 'typed', '--from-literal=a=b');
+    await kubectl('create', 'secret', 'generic', 'typed', '--from-literal=k=v');
+    await kubectl(
+      'create',
+      'deployment',
+      'typed',
+      '--image=registry.k8s.io/pause:3.9',
+      '--replicas=0',
+      '--port=80',
+    );
+    await kubectl('create', 'service', 'clusterip', 'typed', '--tcp=80:8080');
+    const cm = await h.core.readNamespacedConfigMap({ namespace: 'default', name: 'typed' });
+    expect(cm.data).toEqual({ a: 'b' });
+    const secret = await h.core.readNamespacedSecret({ namespace: 'default', name: 'typed' });
+    expect(secret.data).toEqual({ k: Buffer.from('v').toString('base64') });
+    const deploy = (await h
+      .fetch('/apis/apps/v1/namespaces/default/deployments/typed')
+      .then((r) => r.json())) as {
+      spec: Record<string, unknown>;
+    };
+    // replicas 0 is kept (a pointer in Go), the zero values JSON leaves out are not there.
+    expect(deploy.spec).toEqual({
+      replicas: 0,
+      selector: { matchLabels: { app: 'typed' } },
+      strategy: {},
+      template: {
+        metadata: { labels: { app: 'typed' } },
+        spec: {
+          containers: [
+            {
+              name: 'pause',
+              image: 'registry.k8s.io/pause:3.9',
+              ports: [{ containerPort: 80 }],
+              resources: {},
+            },
+          ],
+        },
+      },
+    });
+    const svc = await h.core.readNamespacedService({ namespace: 'default', name: 'typed' });
+    expect(svc.spec?.ports).toEqual([{ name: '80-8080', port: 80, protocol: 'TCP', targetPort: 8080 }]);
+  });
+
+  it('scales a Deployment through its scale subresource, and answers auth can-i', async () => {
+    await kubectl('create', 'deployment', 'scaled', '--image=registry.k8s.io/pause:3.9', '--replicas=0');
+    await kubectl('scale', 'deployment', 'scaled', '--replicas=3');
+    const scale = (await h
+      .fetch('/apis/apps/v1/namespaces/default/deployments/scaled/scale')
+      .then((r) => r.json())) as {
+      kind: string;
+      spec: { replicas: number };
+      status: { selector: string };
+    };
+    expect(scale).toMatchObject({ kind: 'Scale', spec: { replicas: 3 }, status: { selector: 'app=scaled' } });
+    expect((await kubectl('auth', 'can-i', 'delete', 'nodes')).stdout.trim()).toBe('yes');
+  });
 });

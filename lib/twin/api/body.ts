@@ -1,10 +1,11 @@
 /**
  * Request bodies: read with the real server's size limit (3 MiB, --max-request-bytes' default for
- * resource writes) and decoded as JSON or YAML. A body that is not an object is a 400, never a crash.
+ * resource writes) and decoded as JSON, YAML or protobuf. A body that is not an object is a 400, never a crash.
  */
 import type { IncomingMessage } from 'node:http';
 import { parse as parseYaml } from 'yaml';
 import { badRequest, StatusError } from '../errors.ts';
+import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
 
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
 
@@ -16,7 +17,7 @@ export class BodyTooLargeError extends Error {
   }
 }
 
-export async function readBody(req: IncomingMessage): Promise<string> {
+export async function readBody(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
@@ -24,15 +25,22 @@ export async function readBody(req: IncomingMessage): Promise<string> {
     if (size > MAX_BODY_BYTES) throw new BodyTooLargeError();
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }
 
-/** A JSON (or, for apply patches, YAML) document; `allowArray` for JSON patches, which are lists of operations. */
+export type BodyFormat = 'json' | 'yaml' | 'protobuf';
+
+/**
+ * A JSON, YAML (apply patches) or Kubernetes protobuf document; `allowArray` for JSON patches, which are
+ * lists of operations.
+ */
 export function decodeBody(
-  text: string,
-  format: 'json' | 'yaml',
+  body: Buffer,
+  format: BodyFormat,
   opts: { allowArray?: boolean } = {},
 ): Record<string, unknown> | unknown[] {
+  if (format === 'protobuf') return decodeProtobufObject(body);
+  const text = body.toString('utf8');
   let value: unknown;
   try {
     value = format === 'json' ? JSON.parse(text) : parseYaml(text);
@@ -50,16 +58,17 @@ export function decodeBody(
 }
 
 /**
- * How to decode a create or update body, by its Content-Type. The twin speaks JSON and YAML only: a
- * protobuf body (kubectl's typed clients send one, e.g. `kubectl create configmap`) gets the 415 any
- * server gives for a media type it does not decode (negotiation.NegotiateInputSerializer).
+ * How to decode a create or update body, by its Content-Type: JSON, YAML, or protobuf (kubectl's typed
+ * clients send one, e.g. `kubectl create configmap`); anything else gets the 415 of
+ * negotiation.NegotiateInputSerializer.
  */
-export function objectBodyFormat(contentType: string | undefined): 'json' | 'yaml' {
+export function objectBodyFormat(contentType: string | undefined): BodyFormat {
   const mediaType = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
   if (mediaType === '' || mediaType === 'application/json' || mediaType === '*/*') return 'json';
   if (mediaType === 'application/yaml') return 'yaml';
+  if (mediaType === PROTOBUF_MEDIA_TYPE) return 'protobuf';
   throw new StatusError(
     'UnsupportedMediaType',
-    'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml',
+    `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, ${PROTOBUF_MEDIA_TYPE}`,
   );
 }

@@ -5,6 +5,23 @@
  * Shapes: k8s.io/apimachinery/pkg/apis/meta/v1 types.go and k8s.io/api/apidiscovery/v2 types.go.
  */
 import { apiVersionOf, RESOURCE_TYPES, type ResourceType } from '../resources.ts';
+import { ACCESS_REVIEW } from './access-review.ts';
+
+/** What a subresource answers with: a Scale for `scale`, the type's own kind otherwise. */
+function subresourceKind(t: ResourceType, sub: string): { group: string; version: string; kind: string } {
+  return sub === 'scale'
+    ? { group: 'autoscaling', version: 'v1', kind: 'Scale' }
+    : { group: t.group, version: t.version, kind: t.kind };
+}
+
+/** SelfSubjectAccessReview: served (create only), stored nowhere. */
+const REVIEW_RESOURCE = {
+  name: ACCESS_REVIEW.plural,
+  singularName: 'selfsubjectaccessreview',
+  namespaced: false,
+  kind: ACCESS_REVIEW.kind,
+  verbs: ['create'],
+};
 
 /** `GET /version`: a version.Info, as `kubectl version` prints it. */
 export function versionInfo(kubernetesVersion: string): Record<string, string> {
@@ -41,16 +58,23 @@ function groups(): Map<string, ResourceType[]> {
 }
 
 export function apiGroupList(): object {
+  const review = {
+    groupVersion: `${ACCESS_REVIEW.group}/${ACCESS_REVIEW.version}`,
+    version: ACCESS_REVIEW.version,
+  };
   return {
     kind: 'APIGroupList',
     apiVersion: 'v1',
-    groups: [...groups()].map(([name, types]) => {
-      const versions = [...new Set(types.map((t) => t.version))].map((version) => ({
-        groupVersion: `${name}/${version}`,
-        version,
-      }));
-      return { name, versions, preferredVersion: versions[0] };
-    }),
+    groups: [
+      ...[...groups()].map(([name, types]) => {
+        const versions = [...new Set(types.map((t) => t.version))].map((version) => ({
+          groupVersion: `${name}/${version}`,
+          version,
+        }));
+        return { name, versions, preferredVersion: versions[0] };
+      }),
+      { name: ACCESS_REVIEW.group, versions: [review], preferredVersion: review },
+    ],
   };
 }
 
@@ -62,27 +86,35 @@ function typesOf(group: string, version: string): ResourceType[] {
 const SUBRESOURCE_VERBS = ['get', 'patch', 'update'];
 
 export function apiResourceList(group: string, version: string): object {
+  const reviews = group === ACCESS_REVIEW.group && version === ACCESS_REVIEW.version ? [REVIEW_RESOURCE] : [];
   return {
     kind: 'APIResourceList',
     apiVersion: 'v1',
     groupVersion: apiVersionOf({ group, version }),
-    resources: typesOf(group, version).flatMap((t) => [
-      {
-        name: t.plural,
-        singularName: t.singular,
-        namespaced: t.namespaced,
-        kind: t.kind,
-        verbs: t.verbs,
-        ...(t.shortNames.length ? { shortNames: t.shortNames } : {}),
-      },
-      ...t.subresources.map((sub) => ({
-        name: `${t.plural}/${sub}`,
-        singularName: '',
-        namespaced: t.namespaced,
-        kind: t.kind,
-        verbs: SUBRESOURCE_VERBS,
-      })),
-    ]),
+    resources: [
+      ...reviews,
+      ...typesOf(group, version).flatMap((t) => [
+        {
+          name: t.plural,
+          singularName: t.singular,
+          namespaced: t.namespaced,
+          kind: t.kind,
+          verbs: t.verbs,
+          ...(t.shortNames.length ? { shortNames: t.shortNames } : {}),
+        },
+        ...t.subresources.map((sub) => {
+          const { group: g, version: v, kind } = subresourceKind(t, sub);
+          return {
+            name: `${t.plural}/${sub}`,
+            singularName: '',
+            namespaced: t.namespaced,
+            ...(sub === 'scale' ? { group: g, version: v } : {}),
+            kind,
+            verbs: SUBRESOURCE_VERBS,
+          };
+        }),
+      ]),
+    ],
   };
 }
 
@@ -123,7 +155,7 @@ function discoveryGroup(name: string, types: readonly ResourceType[]): object {
               ? {
                   subresources: t.subresources.map((subresource) => ({
                     subresource,
-                    responseKind,
+                    responseKind: subresourceKind(t, subresource),
                     verbs: SUBRESOURCE_VERBS,
                   })),
                 }
@@ -137,8 +169,30 @@ function discoveryGroup(name: string, types: readonly ResourceType[]): object {
 
 /** Aggregated discovery of `/api` (the core group, named "") or `/apis` (every named group). */
 export function aggregatedDiscovery(core: boolean): object {
+  const review = {
+    metadata: { name: ACCESS_REVIEW.group },
+    versions: [
+      {
+        version: ACCESS_REVIEW.version,
+        resources: [
+          {
+            resource: ACCESS_REVIEW.plural,
+            responseKind: {
+              group: ACCESS_REVIEW.group,
+              version: ACCESS_REVIEW.version,
+              kind: ACCESS_REVIEW.kind,
+            },
+            scope: 'Cluster',
+            singularResource: REVIEW_RESOURCE.singularName,
+            verbs: REVIEW_RESOURCE.verbs,
+          },
+        ],
+        freshness: 'Current',
+      },
+    ],
+  };
   const items = core
     ? [discoveryGroup('', typesOf('', 'v1'))]
-    : [...groups()].map(([name, types]) => discoveryGroup(name, types));
+    : [...[...groups()].map(([name, types]) => discoveryGroup(name, types)), review];
   return { kind: 'APIGroupDiscoveryList', apiVersion: 'apidiscovery.k8s.io/v2', metadata: {}, items };
 }

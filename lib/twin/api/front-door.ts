@@ -14,6 +14,8 @@ export interface ApiServerStats {
   readonly byVerb: Readonly<Record<string, number>>;
   /** Each distinct resource request, in RBAC's terms (what a caller's Role must allow), and how many. */
   readonly accesses: readonly (ResourceAccess & { readonly count: number })[];
+  /** Each distinct resource request with the status code it was answered with, and how many. */
+  readonly answers: readonly (ResourceAccess & { readonly code: number; readonly count: number })[];
 }
 
 /** One kind of resource request as RBAC authorises it (verb, API group, resource[/subresource], namespace). */
@@ -31,6 +33,7 @@ export class RequestLedger {
   #requests = 0;
   readonly #byVerb: Record<string, number> = {};
   readonly #accesses = new Map<string, ResourceAccess & { count: number }>();
+  readonly #answers = new Map<string, ResourceAccess & { code: number; count: number }>();
 
   /** Any request the server answers (discovery and health included). */
   request(): void {
@@ -45,11 +48,20 @@ export class RequestLedger {
     this.#accesses.set(key, seen);
   }
 
+  /** The answer's status code, once it is sent (a reset connection has none). */
+  answered(access: ResourceAccess, code: number): void {
+    const key = JSON.stringify([access, code]);
+    const seen = this.#answers.get(key) ?? { ...access, code, count: 0 };
+    seen.count += 1;
+    this.#answers.set(key, seen);
+  }
+
   stats(): ApiServerStats {
     return {
       requests: this.#requests,
       byVerb: { ...this.#byVerb },
       accesses: [...this.#accesses.values()].map((a) => ({ ...a })),
+      answers: [...this.#answers.values()].map((a) => ({ ...a })),
     };
   }
 }

@@ -10,6 +10,7 @@ import { apiVersionOf, typeKey } from '../resources.ts';
 import type { KubeObject, ObjectStore } from '../store.ts';
 import { decodeBody, objectBodyFormat } from './body.ts';
 import { dryRunCreate, dryRunDelete, dryRunUpdate } from './dryrun.ts';
+import { decodeFields, refuseUndeclared } from './field-validation.ts';
 import { listObjects } from './list.ts';
 import { asObjectOf, placeInNamespace, requireName } from './objects.ts';
 import { boolParam, deleteOptionsOf, fieldManagerOf, isDryRun, validatePatchOptions } from './options.ts';
@@ -21,13 +22,15 @@ import {
 } from './partial-metadata.ts';
 import type { ResourceRoute } from './route.ts';
 import { requestMatcher } from './selectors.ts';
+import { validateObject } from './validation.ts';
 
 export interface VerbRequest {
   readonly store: ObjectStore;
-  readonly route: ResourceRoute;
+  /** The scale subresource is served apart (scale.ts). */
+  readonly route: ResourceRoute & { readonly subresource: 'status' | undefined };
   readonly query: URLSearchParams;
   readonly headers: IncomingHttpHeaders;
-  readonly body: string;
+  readonly body: Buffer;
 }
 
 export interface Answer {
@@ -35,6 +38,8 @@ export interface Answer {
   readonly body: unknown;
   /** When not plain JSON (a metadata-only GET). */
   readonly contentType?: string;
+  /** Warning headers (dropped unknown fields). */
+  readonly warnings?: readonly string[];
 }
 
 function nameOf(r: VerbRequest): string {
@@ -78,10 +83,13 @@ export function createObject(r: VerbRequest): Answer {
   if (obj.metadata.resourceVersion)
     throw badRequest('resourceVersion should not be set on objects to be created');
   placeInNamespace(type, obj, r.route.namespace);
+  const warnings = decodeFields(type, obj, r.query);
+  validateObject(type, obj);
   const dryRun = isDryRun('CreateOptions', r.query);
   const fieldManager = fieldManagerOf('CreateOptions', r.query, r.headers);
   const next = recordUpdate({ type, current: undefined, next: obj, fieldManager });
-  return { code: 201, body: dryRun ? dryRunCreate(r.store, type, next) : r.store.create(keyOf(r), next) };
+  const body = dryRun ? dryRunCreate(r.store, type, next) : r.store.create(keyOf(r), next);
+  return { code: 201, body, warnings };
 }
 
 /** Store an edited object (update, patch): not found is a 404, as neither creates on update here. */
@@ -103,6 +111,8 @@ export function updateObject(r: VerbRequest): Answer {
   const dryRun = isDryRun('UpdateOptions', r.query);
   const fieldManager = fieldManagerOf('UpdateOptions', r.query, r.headers);
   const current = r.store.get(keyOf(r), r.route.namespace, nameOf(r));
+  const warnings = decodeFields(type, obj, r.query);
+  if (!subresource) validateObject(type, obj, current);
   const next = recordUpdate({
     type,
     current,
@@ -110,7 +120,7 @@ export function updateObject(r: VerbRequest): Answer {
     fieldManager,
     ...(subresource ? { subresource } : {}),
   });
-  return { code: 200, body: replace(r, next, dryRun) };
+  return { code: 200, body: replace(r, next, dryRun), warnings };
 }
 
 const ACCEPTED_PATCH_TYPES = [
@@ -143,8 +153,10 @@ export function patchObject(r: VerbRequest): Answer {
     applied.metadata.name ||= nameOf(r);
     requireName(applied, nameOf(r));
     placeInNamespace(type, applied, r.route.namespace);
+    refuseUndeclared(type, applied);
     const force = boolParam(r.query, 'force');
     const next = serverSideApply({ type, current, applied, fieldManager, force, ...sub });
+    if (!subresource) validateObject(type, next, current);
     // Apply creates what does not exist yet (201), as the real patch handler does for apply patches.
     if (!current)
       return { code: 201, body: dryRun ? dryRunCreate(r.store, type, next) : r.store.create(keyOf(r), next) };
@@ -155,8 +167,13 @@ export function patchObject(r: VerbRequest): Answer {
   const patch = decodeBody(r.body, 'json', { allowArray: patchType === 'json' });
   // applyPatch also checks what a patch may not change: type, name and namespace.
   const patched = applyPatch(type, current, patchType, patch);
+  // A strategic merge patch drops what the type does not have, silently; the others per fieldValidation.
+  const warnings = patchType === 'strategic' ? [] : decodeFields(type, patched, r.query);
+  if (patchType === 'strategic')
+    decodeFields(type, patched, new URLSearchParams({ fieldValidation: 'Ignore' }));
+  if (!subresource) validateObject(type, patched, current);
   const next = recordUpdate({ type, current, next: patched, fieldManager, ...sub });
-  return { code: 200, body: replace(r, next, dryRun) };
+  return { code: 200, body: replace(r, next, dryRun), warnings };
 }
 
 /**
@@ -168,7 +185,7 @@ const RETURNS_DELETED_OBJECT = new Set(['pods', 'services', 'serviceaccounts', '
 export function deleteObject(r: VerbRequest): Answer {
   const { type, namespace } = r.route;
   const name = nameOf(r);
-  const body = r.body.trim()
+  const body = r.body.toString('utf8').trim()
     ? (decodeBody(r.body, objectBodyFormat(r.headers['content-type'])) as Record<string, unknown>)
     : {};
   const opts = deleteOptionsOf(body, r.query);
@@ -200,7 +217,7 @@ export function deleteObject(r: VerbRequest): Answer {
 export function deleteCollection(r: VerbRequest): Answer {
   const { type, namespace } = r.route;
   const matches = requestMatcher(r.query, type);
-  const body = r.body.trim()
+  const body = r.body.toString('utf8').trim()
     ? (decodeBody(r.body, objectBodyFormat(r.headers['content-type'])) as Record<string, unknown>)
     : {};
   const opts = deleteOptionsOf(body, r.query);

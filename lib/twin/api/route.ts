@@ -5,6 +5,7 @@
  */
 import { StatusError } from '../errors.ts';
 import { findByPlural, RESOURCE_TYPES, type ResourceType } from '../resources.ts';
+import { ACCESS_REVIEW } from './access-review.ts';
 
 /** Verbs as the API server's audit and metrics name them. */
 export type ApiVerb =
@@ -24,7 +25,7 @@ export interface ResourceRoute {
   /** Set for namespaced paths; undefined for cluster-scoped types and all-namespace lists. */
   readonly namespace: string | undefined;
   readonly name: string | undefined;
-  readonly subresource: 'status' | undefined;
+  readonly subresource: 'status' | 'scale' | undefined;
 }
 
 export type Route =
@@ -112,7 +113,7 @@ function resourcePath(
     type,
     namespace,
     name,
-    subresource: subresource as 'status' | undefined,
+    subresource: subresource as 'status' | 'scale' | undefined,
   };
   return { ...route, verb: verbOf(method, route, query) };
 }
@@ -121,7 +122,10 @@ function servesGroupVersion(group: string, version: string): boolean {
   return group === '' ? version === 'v1' : RESOURCE_GROUP_VERSIONS.has(`${group}/${version}`);
 }
 
-const RESOURCE_GROUP_VERSIONS = new Set(RESOURCE_TYPES.map((t) => `${t.group}/${t.version}`));
+const RESOURCE_GROUP_VERSIONS = new Set([
+  ...RESOURCE_TYPES.map((t) => `${t.group}/${t.version}`),
+  `${ACCESS_REVIEW.group}/${ACCESS_REVIEW.version}`,
+]);
 
 function verbOf(
   method: string,

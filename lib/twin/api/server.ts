@@ -8,6 +8,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TwinContext } from '../context.ts';
 import type { ObjectStore } from '../store.ts';
+import { ACCESS_REVIEW_PATH, accessReview } from './access-review.ts';
 import { BodyTooLargeError, MAX_BODY_BYTES, readBody } from './body.ts';
 import {
   AGGREGATED_DISCOVERY_TYPE,
@@ -33,6 +34,7 @@ import {
 import { openApi } from './openapi.ts';
 import { sendJson, sendStatus, sendText } from './respond.ts';
 import { type ApiVerb, parseRoute, pathNotFound, type ResourceRoute } from './route.ts';
+import { serveScale } from './scale.ts';
 import { type OpenWatch, startWatch } from './watch.ts';
 
 export interface ApiServer {
@@ -82,6 +84,7 @@ export async function startApiServer(opts: {
       namespace: route.namespace,
     };
     ledger.access(access);
+    res.once('finish', () => ledger.answered(access, res.statusCode));
     const fault = await requestFault(ctx, route.verb, route.type.plural);
     if (fault && 'reset' in fault) {
       req.socket.destroy();
@@ -101,11 +104,31 @@ export async function startApiServer(opts: {
       void watch.ended.then(() => watches.delete(watch));
       return;
     }
-    const body = route.verb === 'get' || route.verb === 'list' ? '' : await readBody(req);
-    const answer = HANDLERS[route.verb]({ store: opts.store, route, query, headers: req.headers, body });
+    const body = route.verb === 'get' || route.verb === 'list' ? Buffer.alloc(0) : await readBody(req);
+    if (route.subresource === 'scale') {
+      const scaled = serveScale({
+        store: opts.store,
+        type: route.type,
+        namespace: route.namespace ?? 'default',
+        name: route.name ?? '',
+        method: req.method ?? 'GET',
+        contentType: req.headers['content-type'],
+        body,
+      });
+      return sendJson(res, scaled.code, scaled.body);
+    }
+    const answer = HANDLERS[route.verb]({
+      store: opts.store,
+      route: { ...route, subresource: route.subresource },
+      query,
+      headers: req.headers,
+      body,
+    });
     // An apply that creates is authorised as create too (the patch handler's withAuthorization in
     // k8s.io/apiserver/pkg/endpoints/handlers/patch.go): a Role needs both verbs.
     if (route.verb === 'patch' && answer.code === 201) ledger.access({ ...access, verb: 'create' });
+    // Warning headers as the API server writes them (RFC 7234 code 299, agent -).
+    for (const w of answer.warnings ?? []) res.appendHeader('Warning', `299 - ${JSON.stringify(w)}`);
     sendJson(res, answer.code, answer.body, answer.contentType);
   }
 
@@ -119,6 +142,9 @@ export async function startApiServer(opts: {
     }
     ledger.request();
     const url = new URL(req.url ?? '/', 'http://twin');
+    if (req.method === 'POST' && url.pathname === ACCESS_REVIEW_PATH) {
+      return sendJson(res, 201, accessReview(await readBody(req), req.headers['content-type']));
+    }
     const route = parseRoute(req.method ?? 'GET', url.pathname, url.searchParams);
     const aggregated = wantsAggregated(req.headers.accept);
     switch (route.kind) {

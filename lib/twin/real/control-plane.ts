@@ -65,15 +65,28 @@ function logTail(file: string, lines = 12): string {
 
 const running = new Set<Managed>();
 // A test runner or an operator's Ctrl-C must not leave servers behind: whatever still runs is killed
-// when this process exits, however it exits.
+// when this process exits (and by its watchdog, below, when it is killed outright).
 process.on('exit', () => {
   for (const m of running) if (!m.exited) m.child.kill('SIGKILL');
 });
+
+/**
+ * A process that kills `pid` once this process is gone: the exit handler above does not run when this
+ * process is killed outright (SIGKILL, the OOM killer), and Linux offers Node no parent-death signal.
+ * In a session of its own, so that Ctrl-C on the terminal does not take it first.
+ */
+function watchdog(pid: number): ChildProcess {
+  const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; kill -9 ${pid} 2>/dev/null`;
+  const dog = spawn('/bin/sh', ['-c', script], { stdio: 'ignore', detached: true });
+  dog.unref();
+  return dog;
+}
 
 function launch(name: string, binary: string, args: string[], dir: string): Managed {
   const log = path.join(dir, `${name}.log`);
   const out = openSync(log, 'a');
   const child = spawn(binary, args, { stdio: ['ignore', out, out] });
+  const dog = child.pid === undefined ? undefined : watchdog(child.pid);
   const managed: Managed = {
     name,
     child,
@@ -89,14 +102,13 @@ function launch(name: string, binary: string, args: string[], dir: string): Mana
       }),
   };
   running.add(managed);
-  child.once('exit', () => {
+  const gone = (): void => {
     managed.exited = true;
     running.delete(managed);
-  });
-  child.once('error', () => {
-    managed.exited = true;
-    running.delete(managed);
-  });
+    dog?.kill('SIGKILL');
+  };
+  child.once('exit', gone);
+  child.once('error', gone);
   return managed;
 }
 

@@ -85,6 +85,7 @@ export async function startFrontProxy(opts: {
     const access = requestInfo(req.method ?? 'GET', url);
     if (access) {
       ledger.access(access);
+      res.once('finish', () => ledger.answered(access, res.statusCode));
       const fault = await requestFault(ctx, access.verb, access.resource.split('/')[0] as string);
       if (fault && 'reset' in fault) {
         socket.destroy();
