@@ -138,7 +138,9 @@ export function podStatus(pod: KubeObject, input: PodStatusInput): Record<string
     phase: input.phase,
     conditions: conditions(pod, input, now),
     hostIP: input.hostIP,
-    hostIPs: [{ ip: input.hostIP }],
+    // status.hostIPs is in the API from 1.28 and set by kubelets from 1.29 (PodHostIPs on by default);
+    // an older API server drops it as an unknown field.
+    ...(input.minor >= 29 ? { hostIPs: [{ ip: input.hostIP }] } : {}),
     ...(input.podIP ? { podIP: input.podIP, podIPs: [{ ip: input.podIP }] } : {}),
     startTime: input.startTime,
     qosClass: qosClass(pod),
