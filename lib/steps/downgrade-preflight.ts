@@ -3,7 +3,11 @@
  * Kubernetes version, and the upgrade run to undo must be known (its snapshot and the node backups it
  * left). Changes nothing.
  */
-import { type CloudFlagComponent, cloudFlagProblem } from '../controlplane/cloud-flag-rules.ts';
+import {
+  type CloudFlagComponent,
+  cloudFlagProblem,
+  isInTreeProvider,
+} from '../controlplane/cloud-flag-rules.ts';
 import { PreflightFailedError } from '../errors.ts';
 import { inTreeTarget } from '../providers/catalog.ts';
 import type { StepContext } from './context.ts';
@@ -33,17 +37,35 @@ export function restoreProblems(snapshot: Snapshot, version: string): string[] {
   );
 }
 
+/**
+ * Whether a snapshot recorded a cluster on its in-tree provider: some file's --cloud-provider names one. An
+ * upgrade that found the cluster external already records external flags: nothing to go back to from it.
+ */
+export function recordsInTree(snapshot: Snapshot): boolean {
+  return Object.values(snapshot.files).some((reports) =>
+    reports.some((f) => isInTreeProvider(f.flags?.['cloud-provider'] ?? '')),
+  );
+}
+
 export async function downgradePreflight(
   event: { clusterId: string; runId: string; options: UpgradeOptions },
   ctx: StepContext,
 ): Promise<DowngradePreflightResult> {
   await ctx.store.begin({ clusterId: event.clusterId, runId: event.runId, kind: 'downgrade' });
-  const source = (await ctx.store.list(event.clusterId))
-    .filter((r) => r.kind === 'upgrade' && r.snapshot !== undefined && r.status !== 'running')
-    .at(-1);
-  if (!source?.snapshot) {
+  const upgrades = (await ctx.store.list(event.clusterId)).filter(
+    (r) => r.kind === 'upgrade' && r.snapshot !== undefined && r.status !== 'running',
+  );
+  if (upgrades.length === 0) {
     throw new PreflightFailedError(
       `the run store has no finished upgrade of cluster ${event.clusterId}: a downgrade restores what an upgrade run backed up`,
+    );
+  }
+  // The way back is the last upgrade that changed something (that found the cluster in-tree and backed
+  // its files up), never a later one that found it external already and recorded that.
+  const source = upgrades.filter((r) => recordsInTree(SnapshotSchema.parse(r.snapshot))).at(-1);
+  if (!source?.snapshot) {
+    throw new PreflightFailedError(
+      `no upgrade run of cluster ${event.clusterId} in the run store changed it: each found it external already (${upgrades.map((r) => r.runId).join(', ')}), so none backed up the in-tree files a downgrade puts back. Use the run store of the upgrade that migrated it.`,
     );
   }
   const snapshot = SnapshotSchema.parse(source.snapshot);

@@ -3,9 +3,13 @@
  * nothing of ccm-migrate in the cluster; a second downgrade changes nothing; versions without the in-tree
  * provider are refused. (Rollback of failed upgrades: rollback.test.ts.)
  */
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { restoreProblems } from '../../lib/steps/downgrade-preflight.ts';
 import { SnapshotSchema } from '../../lib/steps/snapshot.ts';
+import { LocalRunStore } from '../../lib/store/local-store.ts';
 import { apiServersUnderTest } from '../real-api.ts';
 import { FIXTURES, fixtureSpec } from '../twin/running-twin.ts';
 import { type E2E, nodeFiles, startE2E } from './harness.ts';
@@ -65,6 +69,45 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
       }
       await e2e.t.twin.monitor.stop();
       expect(e2e.t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
+    });
+
+    it('goes back from the upgrade that changed something when the last upgrade found the cluster external', async () => {
+      e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini), server);
+      const start = await nodeFiles(e2e.t);
+      expect((await e2e.upgrade()).status).toBe('SUCCEEDED');
+      const again = await e2e.upgrade();
+      expect(again.status).toBe('SUCCEEDED');
+      expect((again.output as { preflight: { alreadyExternal: boolean } }).preflight.alreadyExternal).toBe(
+        true,
+      );
+
+      const down = await e2e.downgrade();
+      expect(down.error).toBeUndefined();
+      expect(down.status).toBe('SUCCEEDED');
+      expect(originalsOnly(await nodeFiles(e2e.t), start)).toEqual(originalsOnly(start, start));
+      for (const node of ['cp-1', 'worker-1', 'worker-2']) {
+        expect(e2e.t.twin.nodes.kubelet(node).flags.get('cloud-provider'), node).toBe('aws');
+      }
+      const kcm = await e2e.t.readFile('cp-1', '/etc/kubernetes/manifests/kube-controller-manager.yaml');
+      expect(kcm).toContain('--cloud-provider=aws');
+      await e2e.t.twin.monitor.stop();
+      expect(e2e.t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
+    });
+
+    it('refuses, before deleting anything, when the only upgrade it knows found the cluster external', async () => {
+      e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini), server);
+      expect((await e2e.upgrade()).status).toBe('SUCCEEDED');
+      // Another run store (another laptop, a lost state dir) knows only a second, no-op upgrade.
+      const elsewhere = new LocalRunStore(await mkdtemp(path.join(os.tmpdir(), 'ccm-migrate-e2e-store-')));
+      expect((await e2e.upgrade({ store: elsewhere })).status).toBe('SUCCEEDED');
+      const files = await nodeFiles(e2e.t);
+      const objects = await clusterObjects(e2e);
+
+      const down = await e2e.downgrade({ store: elsewhere });
+      expect(down.error?.name).toBe('PreflightFailed');
+      expect(down.error?.cause).toMatch(/no upgrade run of cluster aws-mini .*changed it/);
+      expect(await nodeFiles(e2e.t)).toEqual(files);
+      expect(await clusterObjects(e2e)).toEqual(objects);
     });
 
     it('changes nothing when run again, and says the cluster is already in-tree', async () => {
