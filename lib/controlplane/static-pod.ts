@@ -282,12 +282,29 @@ function stringSeq(container: YAMLMap, key: 'command' | 'args', name: string): Y
   return node as YAMLSeq<Scalar>;
 }
 
+/**
+ * The container that runs the pod's component: the one named after its `component` label (kubeadm) or
+ * `k8s-app` label (kops), or the only one. A static pod may carry sidecars (kops' healthcheck, a KMS
+ * plugin) in any order; one where neither tells is refused rather than guessed.
+ */
+function componentContainer(doc: Document.Parsed, items: readonly unknown[]): unknown {
+  const labels = doc.getIn(['metadata', 'labels'], true);
+  const component = isMap(labels) ? (labels.get('component') ?? labels.get('k8s-app')) : undefined;
+  const named = items.find((c) => isMap(c) && c.get('name') === component);
+  if (named) return named;
+  if (items.length <= 1) return items[0];
+  const names = items.map((c) => (isMap(c) ? String(c.get('name')) : '?')).join(', ');
+  throw new InvalidInputError(
+    `cannot tell which container runs the component: containers ${names}, none named after the component label`,
+  );
+}
+
 function readPod(text: string): PodView {
   const doc = parseYamlDocument(text);
   if (!isMap(doc.contents) || doc.get('kind') !== 'Pod') throw new InvalidInputError('not a Pod manifest');
   const spec = doc.get('spec', true);
   const containers = isMap(spec) ? spec.get('containers', true) : undefined;
-  const container = isSeq(containers) ? containers.items[0] : undefined;
+  const container = isSeq(containers) ? componentContainer(doc, containers.items) : undefined;
   if (!isMap(spec) || !isMap(container)) throw new InvalidInputError('a Pod manifest without a container');
   const name = String(container.get('name') ?? '0');
   const command = stringSeq(container, 'command', name);

@@ -9,7 +9,7 @@ import { clusterConfigurationArgs } from '../controlplane/kubeadm-config.ts';
 import { CcmMigrateError } from '../errors.ts';
 import { type ProviderFacts, providerFacts } from '../providers/catalog.ts';
 import { isStagedCcm } from '../providers/render.ts';
-import { commandLine, hasUninitializedTaint, isPodReady } from '../steps/cluster.ts';
+import { commandLine, componentOf, hasUninitializedTaint, isPodReady } from '../steps/cluster.ts';
 import type { ExamineContext } from '../steps/preflight.ts';
 import type { DesiredMode, DriftReport, Finding } from './findings.ts';
 import { type ClusterObservation, observeCluster } from './observe.ts';
@@ -30,10 +30,6 @@ export interface DriftOptions {
 }
 
 const STUCK_AFTER_MS = 5 * 60_000;
-
-function componentOf(pod: V1Pod): string {
-  return pod.metadata?.labels?.component ?? '';
-}
 
 function describePod(pod: V1Pod): string {
   return `Pod ${pod.metadata?.namespace}/${pod.metadata?.name}`;

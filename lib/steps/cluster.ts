@@ -1,5 +1,6 @@
 /** Reading the cluster the way every step needs it: nodes, their roles and readiness, mirror pods. */
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { PreflightFailedError } from '../errors.ts';
 import { call, orNotFound } from '../kube/errors.ts';
 import { latest, type WakeOn, waitFor, wakeOnObject } from '../kube/wait.ts';
 import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
@@ -112,8 +113,27 @@ export function isPodReady(pod: V1Pod): boolean {
   return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 }
 
-/** The first container's command line, as the binary sees it. */
+/** The control-plane component a mirror pod runs: kubeadm's `component` label, kops' `k8s-app`. */
+export function componentOf(pod: V1Pod): string | undefined {
+  const labels = pod.metadata?.labels ?? {};
+  return labels.component ?? labels['k8s-app'];
+}
+
+/**
+ * The command line of the pod's component container, as the binary sees it: the container named after
+ * the component (a static pod may carry sidecars, such as kops' healthcheck or a KMS plugin, in any
+ * order), or the only container. A pod where neither tells is refused: reading a sidecar's flags would
+ * take a kube-controller-manager for one without its provider.
+ */
 export function commandLine(pod: V1Pod): string[] {
-  const c = pod.spec?.containers[0];
-  return [...(c?.command ?? []), ...(c?.args ?? [])];
+  const containers = pod.spec?.containers ?? [];
+  const component = componentOf(pod);
+  const c =
+    containers.find((x) => x.name === component) ?? (containers.length === 1 ? containers[0] : undefined);
+  if (!c) {
+    throw new PreflightFailedError(
+      `cannot tell which container of pod ${pod.metadata?.namespace}/${pod.metadata?.name} runs ${component ?? 'its component'}: containers ${containers.map((x) => x.name).join(', ')}; ccm-migrate reads the one named after the pod's component label`,
+    );
+  }
+  return [...(c.command ?? []), ...(c.args ?? [])];
 }
