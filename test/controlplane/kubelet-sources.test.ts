@@ -16,9 +16,10 @@ import {
   type KubeletFiles,
 } from '../../lib/controlplane/kubelet-sources.ts';
 import { InvalidInputError } from '../../lib/errors.ts';
+import { REFERENCE_DIR, referenceRuns } from '../reference.ts';
 
 const HOSTS = new URL('../../assets/twins/hosts/kubeadm-v1.26-aws/', import.meta.url);
-const REFERENCE = '/work/shared/reference/kubeadm';
+const REFERENCE = `${REFERENCE_DIR}kubeadm`;
 const DEFAULTS = '/etc/default/kubelet';
 const SYSCONFIG = '/etc/sysconfig/kubelet';
 
@@ -149,9 +150,8 @@ describe('every spelling', () => {
 });
 
 describe('feature gates', () => {
-  const capg = kubeadmFlagsFromTemplate('capg-v1.10.0/cluster-template.yaml');
-
-  it('capg: removes one in-tree gate and keeps the other, then the whole flag', () => {
+  it.runIf(referenceRuns())('capg: removes one in-tree gate and keeps the other, then the whole flag', () => {
+    const capg = kubeadmFlagsFromTemplate('capg-v1.10.0/cluster-template.yaml');
     const files = { ...KUBEADM, [KUBEADM_FLAGS_FILE]: capg };
     expect(effectiveKubeletFlags(files).get('feature-gates')).toBe(
       'DisableCloudProviders=false,DisableKubeletCloudCredentialProviders=false',
@@ -211,10 +211,9 @@ describe('feature gates', () => {
 });
 
 describe('kops (DAEMON_ARGS in /etc/sysconfig/kubelet)', () => {
-  const sysconfig = kopsSysconfig();
-  const files = { [SYSCONFIG]: sysconfig };
-
-  it('changes only the cloud words of DAEMON_ARGS', () => {
+  it.runIf(referenceRuns())('changes only the cloud words of DAEMON_ARGS', () => {
+    const sysconfig = kopsSysconfig();
+    const files = { [SYSCONFIG]: sysconfig };
     expect(effectiveKubeletFlags(files).get('cloud-provider')).toBe('aws');
     const edited = editKubeletSources(files, TO_EXTERNAL);
     expect(edited[SYSCONFIG]?.text).toBe(
@@ -225,12 +224,18 @@ describe('kops (DAEMON_ARGS in /etc/sysconfig/kubelet)', () => {
     expect(edited[KUBEADM_FLAGS_FILE]).toEqual({ text: undefined, changed: false });
   });
 
-  it('adds a flag no source gives to DAEMON_ARGS, the only variable kops’ unit reads', () => {
-    const edited = filesAfter(files, { flags: { 'provider-id': 'aws:///us-east-1a/i-0abc' } });
-    expect(edited[KUBEADM_FLAGS_FILE]).toBeUndefined();
-    expect(effectiveKubeletFlags(edited).get('provider-id')).toBe('aws:///us-east-1a/i-0abc');
-    expect(edited[SYSCONFIG]).toContain('HOME="/root"\n');
-  });
+  it.runIf(referenceRuns())(
+    'adds a flag no source gives to DAEMON_ARGS, the only variable kops’ unit reads',
+    () => {
+      const edited = filesAfter(
+        { [SYSCONFIG]: kopsSysconfig() },
+        { flags: { 'provider-id': 'aws:///us-east-1a/i-0abc' } },
+      );
+      expect(edited[KUBEADM_FLAGS_FILE]).toBeUndefined();
+      expect(effectiveKubeletFlags(edited).get('provider-id')).toBe('aws:///us-east-1a/i-0abc');
+      expect(edited[SYSCONFIG]).toContain('HOME="/root"\n');
+    },
+  );
 
   it('knows every file it may touch', () => {
     expect(KUBELET_FILES).toEqual([KUBEADM_FLAGS_FILE, DEFAULTS, SYSCONFIG, KUBELET_CONFIG_FILE]);

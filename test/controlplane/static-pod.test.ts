@@ -8,9 +8,10 @@ import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { cloudFlagsOf, editStaticPod } from '../../lib/controlplane/static-pod.ts';
 import { InvalidInputError } from '../../lib/errors.ts';
+import { REFERENCE_DIR, referenceRuns } from '../reference.ts';
 
 const HOSTS = new URL('../../assets/twins/hosts/kubeadm-v1.26-aws/', import.meta.url);
-const REFERENCE = '/work/shared/reference/kubeadm';
+const REFERENCE = `${REFERENCE_DIR}kubeadm`;
 
 /** A kubeadm host file as the twin writes it on a node (its placeholders filled). */
 function kubeadm(file: string): string {
@@ -264,12 +265,12 @@ function setExpected(
   return out;
 }
 
-describe('kops manifests (flags in args, after go-runner’s own)', () => {
-  const kcm = kops('v1.24.0/minimal/tasks-kube-controller-manager.yaml');
-  const kas = kops('v1.24.0/minimal/tasks-kube-apiserver.yaml');
+describe.runIf(referenceRuns())('kops manifests (flags in args, after go-runner’s own)', () => {
+  const kcm = 'v1.24.0/minimal/tasks-kube-controller-manager.yaml';
+  const kas = 'v1.24.0/minimal/tasks-kube-apiserver.yaml';
 
   it('turns the v1.24 kube-controller-manager into the flags kops itself writes for an external CCM', () => {
-    const result = editStaticPod(kcm, {
+    const result = editStaticPod(kops(kcm), {
       flags: { 'cloud-provider': 'external', 'cloud-config': null, 'enable-leader-migration': null },
       featureGates: { CSIMigrationAWS: null, InTreePluginAWSUnregister: null },
       dropUnusedCloudConfigVolume: true,
@@ -282,7 +283,7 @@ describe('kops manifests (flags in args, after go-runner’s own)', () => {
   });
 
   it('leaves go-runner’s flags alone and adds new flags after the binary', () => {
-    const result = editStaticPod(kas, {
+    const result = editStaticPod(kops(kas), {
       flags: { 'cloud-provider': null, 'cloud-config': null, 'a-first-flag': 'x' },
     });
     const args: string[] = parse(result.text).spec.containers[0].args;
@@ -298,15 +299,16 @@ describe('kops manifests (flags in args, after go-runner’s own)', () => {
   });
 
   it('keeps the other feature gates when one goes', () => {
-    const result = editStaticPod(kas, { featureGates: { InTreePluginAWSUnregister: null } });
+    const text = kops(kas);
+    const result = editStaticPod(text, { featureGates: { InTreePluginAWSUnregister: null } });
     expect(cloudFlagsOf(result.text)['feature-gates']).toBe('CSIMigrationAWS=true');
     expect(result.text).toBe(
-      kas.replace('CSIMigrationAWS=true,InTreePluginAWSUnregister=true', 'CSIMigrationAWS=true'),
+      text.replace('CSIMigrationAWS=true,InTreePluginAWSUnregister=true', 'CSIMigrationAWS=true'),
     );
   });
 });
 
-describe('manifests kubeadm makes from Cluster API templates', () => {
+describe.runIf(referenceRuns())('manifests kubeadm makes from Cluster API templates', () => {
   it('capg: drops the in-tree gates from --feature-gates, and the flag with them', () => {
     const kas = kubeadmFromTemplate(KAS, 'capg-v1.10.0/cluster-template.yaml', 'apiServer');
     expect(cloudFlagsOf(kas)).toEqual({

@@ -4,8 +4,10 @@
  * and the CCM's RBAC rules. Every difference is declared here with its reason (the asset's header says
  * the same); an upstream change or an edit of ours that is not declared fails.
  */
+import type { V1Container } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { type KubeObject, renderCcmObjects } from '../../lib/providers/render.ts';
+import { referenceRuns } from '../reference.ts';
 import {
   container,
   difference,
@@ -192,32 +194,59 @@ function rendered(g: Golden): KubeObject[] {
   });
 }
 
-describe.each(GOLDEN)('$provider $ours.kind/$ours.name against upstream $upstream.file', (g) => {
-  const ours = find(rendered(g), g.ours.kind, g.ours.name);
-  const theirs = find(upstreamObjects(g.upstream.file), g.upstream.kind, g.upstream.name);
-  const ourContainer = container(ours, g.ours.container);
-  const theirContainer = container(theirs, g.upstream.container);
+interface Compared {
+  readonly ours: KubeObject;
+  readonly theirs: KubeObject;
+  readonly ourContainer: V1Container;
+  readonly theirContainer: V1Container;
+}
 
-  it('runs the upstream flags, but for the differences declared', () => {
-    expect(flagDiff(flagsOf(ourContainer), flagsOf(theirContainer))).toEqual(g.flags);
-  });
+/** Ours and upstream's workload and container, read when a test first asks for them (never at collection). */
+function compared(g: Golden): () => Compared {
+  let read: Compared | undefined;
+  return () => {
+    if (!read) {
+      const ours = find(rendered(g), g.ours.kind, g.ours.name);
+      const theirs = find(upstreamObjects(g.upstream.file), g.upstream.kind, g.upstream.name);
+      const ourContainer = container(ours, g.ours.container);
+      read = { ours, theirs, ourContainer, theirContainer: container(theirs, g.upstream.container) };
+    }
+    return read;
+  };
+}
 
-  it('pulls from the upstream image repository', () => {
-    expect(repository(ourContainer.image)).toBe(repository(theirContainer.image));
-  });
+describe.runIf(referenceRuns()).each(GOLDEN)(
+  '$provider $ours.kind/$ours.name against upstream $upstream.file',
+  (g) => {
+    const both = compared(g);
 
-  it('tolerates what upstream tolerates, but for the tolerations declared', () => {
-    const mine = tolerationKeys(podSpec(ours));
-    expect(difference(tolerationKeys(podSpec(theirs)), mine)).toEqual(g.tolerationsDropped);
-    if (g.ours.kind === 'Deployment') expect(mine).toEqual(expect.arrayContaining(CP_TOLERATIONS));
-  });
+    it('runs the upstream flags, but for the differences declared', () => {
+      const { ourContainer, theirContainer } = both();
+      expect(flagDiff(flagsOf(ourContainer), flagsOf(theirContainer))).toEqual(g.flags);
+    });
 
-  it.skipIf(g.roleFile === null)('grants the ClusterRole rules upstream grants, no fewer and no more', () => {
-    const role = g.role ?? 'system:cloud-controller-manager';
-    const upstreamRole = find(upstreamObjects(g.roleFile ?? g.upstream.file), 'ClusterRole', role);
-    expect(ruleAtoms(find(rendered(g), 'ClusterRole', role))).toEqual(ruleAtoms(upstreamRole));
-  });
-});
+    it('pulls from the upstream image repository', () => {
+      const { ourContainer, theirContainer } = both();
+      expect(repository(ourContainer.image)).toBe(repository(theirContainer.image));
+    });
+
+    it('tolerates what upstream tolerates, but for the tolerations declared', () => {
+      const { ours, theirs } = both();
+      const mine = tolerationKeys(podSpec(ours));
+      expect(difference(tolerationKeys(podSpec(theirs)), mine)).toEqual(g.tolerationsDropped);
+      if (g.ours.kind === 'Deployment') expect(mine).toEqual(expect.arrayContaining(CP_TOLERATIONS));
+    });
+
+    it.skipIf(g.roleFile === null)(
+      'grants the ClusterRole rules upstream grants, no fewer and no more',
+      () => {
+        const role = g.role ?? 'system:cloud-controller-manager';
+        const upstreamRole = find(upstreamObjects(g.roleFile ?? g.upstream.file), 'ClusterRole', role);
+        expect(ruleAtoms(find(rendered(g), 'ClusterRole', role))).toEqual(ruleAtoms(upstreamRole));
+      },
+    );
+  },
+);
 
 describe('the golden comparison itself', () => {
   it('notices a drifted flag, repository, toleration or rule', () => {

@@ -8,8 +8,9 @@ import type { V1ClusterRole, V1Container, V1PodSpec, V1Toleration } from '@kuber
 import { parseAllDocuments } from 'yaml';
 import { parseFlags } from '../../lib/controlplane/flags.ts';
 import type { KubeObject } from '../../lib/providers/render.ts';
+import { REFERENCE_DIR } from '../reference.ts';
 
-export const UPSTREAM = '/work/shared/reference/upstream-manifests';
+export const UPSTREAM = `${REFERENCE_DIR}upstream-manifests`;
 
 /** Every object of an upstream file, `kind: List` items included. */
 export function upstreamObjects(file: string): KubeObject[] {

@@ -63,7 +63,9 @@ describe('npm run setup:kube', () => {
     120_000,
   );
 
-  it.runIf(!realApiMissing())(
+  // A partly built cache would make this run build the rest: it runs only over a complete one.
+  const everyVersionBuilt = twinSpecVersions().every((v) => builtApiServers().includes(v));
+  it.runIf(!realApiMissing() && everyVersionBuilt)(
     'builds nothing on a second run over a built cache',
     async () => {
       const { code, out } = await setup([], {});
