@@ -43,7 +43,9 @@ function walk(
   if (value === null || typeof value !== 'object') return;
   const array = ARRAY.exec(type);
   if (array) {
-    if (Array.isArray(value)) value.forEach((v, i) => walk(v, array[1] as string, `${at}[${i}]`, unknown));
+    if (Array.isArray(value)) {
+      for (const [i, v] of value.entries()) walk(v, array[1] as string, `${at}[${i}]`, unknown);
+    }
     return;
   }
   const map = MAP.exec(type);

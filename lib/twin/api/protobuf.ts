@@ -127,7 +127,7 @@ function special(type: string, fields: Map<number, unknown>): { value: unknown }
     case 'k8s.io.apimachinery.pkg.runtime.RawExtension':
     case `${META}.FieldsV1`: {
       const raw = fields.get(1) as Buffer | undefined;
-      return { value: raw && raw.length ? JSON.parse(raw.toString('utf8')) : {} };
+      return { value: raw?.length ? JSON.parse(raw.toString('utf8')) : {} };
     }
     default:
       return undefined;
@@ -208,14 +208,16 @@ function decodeMessage(type: string, buf: Buffer, s: Schema): unknown {
         else if (t >> 3 === 2) value = decodeValue(map[2] as string, t & 7, entry, s);
         else entry.skip(t & 7);
       }
-      const target = (out[name] ??= {}) as Record<string, unknown>;
+      const target = (out[name] ?? {}) as Record<string, unknown>;
+      out[name] = target;
       target[String(key)] = value ?? (s.messages[map[2] as string] ? {} : '');
       continue;
     }
     // A packed repeated scalar (proto3 style) arrives as one length-delimited run.
     if (flags.includes('r') && wire === 2 && !s.messages[ftype] && ftype !== 'string' && ftype !== 'bytes') {
       const run = new Reader(r.bytes());
-      const list = (out[name] ??= []) as unknown[];
+      const list = (out[name] ?? []) as unknown[];
+      out[name] = list;
       while (!run.done) list.push(jsonScalar(ftype, scalar(ftype, 0, run)));
       continue;
     }
@@ -223,7 +225,7 @@ function decodeMessage(type: string, buf: Buffer, s: Schema): unknown {
     // Go's JSON leaves out a zero value of an omitempty field that is not a pointer.
     if (!flags.includes('z') && !flags.includes('r') && (value === '' || value === 0 || value === false))
       continue;
-    if (flags.includes('r')) ((out[name] ??= []) as unknown[]).push(value);
+    if (flags.includes('r')) out[name] = [...((out[name] ?? []) as unknown[]), value];
     else if (flags.includes('i') && value && typeof value === 'object') Object.assign(out, value);
     else if (value !== undefined) out[name] = value;
   }
