@@ -11,6 +11,7 @@ import {
   type Reverted,
   revertClusterConfiguration,
 } from '../controlplane/kubeadm-config.ts';
+import { retryOnConflict } from '../kube/conflicts.ts';
 import { call, orNotFound } from '../kube/errors.ts';
 import type { ClusterAccess } from './cluster.ts';
 
@@ -32,25 +33,28 @@ export async function readClusterConfiguration(ctx: ClusterAccess): Promise<stri
 
 /**
  * Replace the ClusterConfiguration with `change(text)`; whether it changed. The replace carries the
- * resourceVersion read: a concurrent change is a 409 (retried by the step), never overwritten.
+ * resourceVersion read: a concurrent change is a 409, and the change is made again on what is there now
+ * (retryOnConflict), never written over it.
  */
-export async function updateClusterConfiguration(
+export function updateClusterConfiguration(
   ctx: ClusterAccess,
   change: (text: string) => string,
 ): Promise<boolean> {
-  const cm = await readKubeadmConfigMap(ctx);
-  const text = cm?.data?.[KUBEADM_CONFIG.key];
-  if (!cm || text === undefined) return false;
-  const next = change(text);
-  if (next === text) return false;
-  await call(`update ${KUBEADM_CONFIG.namespace}/${KUBEADM_CONFIG.name}`, () =>
-    ctx.clients.core.replaceNamespacedConfigMap({
-      name: KUBEADM_CONFIG.name,
-      namespace: KUBEADM_CONFIG.namespace,
-      body: { ...cm, data: { ...cm.data, [KUBEADM_CONFIG.key]: next } },
-    }),
-  );
-  return true;
+  return retryOnConflict(async () => {
+    const cm = await readKubeadmConfigMap(ctx);
+    const text = cm?.data?.[KUBEADM_CONFIG.key];
+    if (!cm || text === undefined) return false;
+    const next = change(text);
+    if (next === text) return false;
+    await call(`update ${KUBEADM_CONFIG.namespace}/${KUBEADM_CONFIG.name}`, () =>
+      ctx.clients.core.replaceNamespacedConfigMap({
+        name: KUBEADM_CONFIG.name,
+        namespace: KUBEADM_CONFIG.namespace,
+        body: { ...cm, data: { ...cm.data, [KUBEADM_CONFIG.key]: next } },
+      }),
+    );
+    return true;
+  });
 }
 
 /** Apply `edit` to the ClusterConfiguration; whether it changed. */

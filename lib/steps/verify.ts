@@ -7,6 +7,7 @@
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { VerificationFailedError } from '../errors.ts';
+import { retryOnConflict } from '../kube/conflicts.ts';
 import { call } from '../kube/errors.ts';
 import { latest, waitFor } from '../kube/wait.ts';
 import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
@@ -22,21 +23,27 @@ export const CANARY_SLO_MS = 60_000;
 
 const CANARY_TAINT: V1Taint = { key: UNINITIALIZED_TAINT, value: 'true', effect: 'NoSchedule' };
 
-async function taintCanary(ctx: StepContext, node: V1Node): Promise<void> {
-  if (hasUninitializedTaint(node)) return;
-  const name = nodeName(node);
-  // JSON patch with a resourceVersion test: never overwrite taints someone else changed meanwhile.
-  const patch = [
-    { op: 'test', path: '/metadata/resourceVersion', value: node.metadata?.resourceVersion },
-    node.spec?.taints
-      ? { op: 'add', path: '/spec/taints/-', value: CANARY_TAINT }
-      : { op: 'add', path: '/spec/taints', value: [CANARY_TAINT] },
-  ];
-  await call(`taint canary node ${name}`, () =>
-    ctx.clients.core.patchNode(
-      { name, body: patch },
-      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
-    ),
+/** Taint the canary, guarded by the version read; a node changed meanwhile is read again and tainted again. */
+function taintCanary(ctx: StepContext, name: string): Promise<void> {
+  return retryOnConflict(
+    async () => {
+      const node = await readNode(ctx, name);
+      if (hasUninitializedTaint(node)) return;
+      // JSON patch with a resourceVersion test: never overwrite taints someone else changed meanwhile.
+      const patch = [
+        { op: 'test', path: '/metadata/resourceVersion', value: node.metadata?.resourceVersion },
+        node.spec?.taints
+          ? { op: 'add', path: '/spec/taints/-', value: CANARY_TAINT }
+          : { op: 'add', path: '/spec/taints', value: [CANARY_TAINT] },
+      ];
+      await call(`taint canary node ${name}`, () =>
+        ctx.clients.core.patchNode(
+          { name, body: patch },
+          setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+        ),
+      );
+    },
+    { guardedPatch: true },
   );
 }
 
@@ -48,7 +55,7 @@ async function canaryCheck(
   const canary = (workers[0] ?? Object.entries(snapshot.nodes)[0])?.[0];
   if (!canary) throw new VerificationFailedError('the snapshot lists no node to use as a canary');
   const started = Date.now();
-  await taintCanary(ctx, await readNode(ctx, canary));
+  await taintCanary(ctx, canary);
   ctx.progress({
     step: 'verify',
     node: canary,
@@ -72,22 +79,27 @@ async function canaryCheck(
   return { canary, clearedMs: Date.now() - started };
 }
 
-async function untaintCanary(ctx: StepContext, name: string): Promise<void> {
-  const node = await readNode(ctx, name);
-  const index = (node.spec?.taints ?? []).findIndex(
-    (t) => t.key === CANARY_TAINT.key && t.effect === CANARY_TAINT.effect,
-  );
-  if (index < 0) return;
-  // Guarded like the taint: only the entry we looked at, on the node as we read it.
-  const patch = [
-    { op: 'test', path: '/metadata/resourceVersion', value: node.metadata?.resourceVersion },
-    { op: 'remove', path: `/spec/taints/${index}` },
-  ];
-  await call(`remove the canary taint from node ${name}`, () =>
-    ctx.clients.core.patchNode(
-      { name, body: patch },
-      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
-    ),
+function untaintCanary(ctx: StepContext, name: string): Promise<void> {
+  return retryOnConflict(
+    async () => {
+      const node = await readNode(ctx, name);
+      const index = (node.spec?.taints ?? []).findIndex(
+        (t) => t.key === CANARY_TAINT.key && t.effect === CANARY_TAINT.effect,
+      );
+      if (index < 0) return;
+      // Guarded like the taint: only the entry we looked at, on the node as we read it.
+      const patch = [
+        { op: 'test', path: '/metadata/resourceVersion', value: node.metadata?.resourceVersion },
+        { op: 'remove', path: `/spec/taints/${index}` },
+      ];
+      await call(`remove the canary taint from node ${name}`, () =>
+        ctx.clients.core.patchNode(
+          { name, body: patch },
+          setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+        ),
+      );
+    },
+    { guardedPatch: true },
   );
 }
 

@@ -1,5 +1,6 @@
 /**
- * Faults the twin injects: API errors, added latency and connection resets per verb and resource, a node
+ * Faults the twin injects: API errors, added latency, connection resets and concurrent writes per verb
+ * and resource, a node
  * whose kubelet never comes back after a restart, and API outage windows. Set from the spec and changed at
  * run time (tests add and clear them while a migration runs).
  */
@@ -15,6 +16,8 @@ export interface RequestFault {
   readonly reset?: boolean;
   /** Milliseconds to wait before serving. */
   readonly extraLatencyMs: number;
+  /** Write the object (as another client would) before serving the request. */
+  readonly concurrentWrite?: boolean;
 }
 
 function matches(f: { verb?: Verb; resource?: string }, verb: Verb, resource: string): boolean {
@@ -23,6 +26,8 @@ function matches(f: { verb?: Verb; resource?: string }, verb: Verb, resource: st
 
 export class Faults {
   #faults: Fault[];
+  /** How often each counted fault (concurrentWrite with `times`) has fired. */
+  readonly #fired = new Map<Fault, number>();
   readonly #startedAt: number;
   readonly #random: () => number;
 
@@ -50,6 +55,17 @@ export class Faults {
     let extraLatencyMs = 0;
     for (const f of this.#faults) {
       if (f.kind === 'latency' && matches(f, verb, resource)) extraLatencyMs += f.extra;
+    }
+    const writer = this.#faults.find(
+      (f) =>
+        f.kind === 'concurrentWrite' &&
+        matches(f, verb, resource) &&
+        (f.times === undefined || (this.#fired.get(f) ?? 0) < f.times) &&
+        this.#random() < f.rate,
+    );
+    if (writer) {
+      this.#fired.set(writer, (this.#fired.get(writer) ?? 0) + 1);
+      return { concurrentWrite: true, extraLatencyMs };
     }
     for (const f of this.#faults) {
       if (f.kind === 'reset' && matches(f, verb, resource) && this.#random() < f.rate) {

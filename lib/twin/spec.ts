@@ -170,6 +170,21 @@ export const FaultSchema = z.discriminatedUnion('kind', [
       resource: z.string().optional(),
     })
     .strict(),
+  z
+    .object({
+      /**
+       * Someone else writes the object just before a matching update or patch reaches it (an annotation
+       * changes, so its resourceVersion moves on): the request meets a real conflict, a 409 for an update
+       * carrying the version it read, a failed `test` for a JSON patch guarded by it.
+       */
+      kind: z.literal('concurrentWrite'),
+      rate: z.number().min(0).max(1),
+      /** At most this many writes, then none (a conflict that passes); every time when absent. */
+      times: z.int().positive().optional(),
+      verb: z.enum(['update', 'patch']).optional(),
+      resource: z.string().optional(),
+    })
+    .strict(),
   z.object({ kind: z.literal('nodeNeverReturns'), node: z.string() }).strict(),
   z
     .object({

@@ -79,20 +79,43 @@ function injectedFailure(code: 429 | 500 | 503): StatusError {
   });
 }
 
+/** The object a request names, by storage key. */
+export interface RequestTarget {
+  readonly key: string;
+  readonly namespace: string | undefined;
+  readonly name: string;
+}
+
+let concurrentWrites = 0;
+
+/** Another client's write of the target: an annotation changes, and so its resourceVersion. */
+function writeConcurrently(ctx: TwinContext, target: RequestTarget): void {
+  const current = ctx.store.tryGet(target.key, target.namespace, target.name);
+  if (!current) return;
+  const annotations = { ...current.metadata.annotations, [CONCURRENT_WRITE]: String(++concurrentWrites) };
+  ctx.store.update(target.key, { ...current, metadata: { ...current.metadata, annotations } });
+}
+
+/** The annotation the concurrentWrite fault changes. */
+export const CONCURRENT_WRITE = 'twin.ccm-migrate/concurrent-write';
+
 /**
  * Wait out the request's latency (the spec's per-request latency plus any injected), then say what the
- * faults do to it: reset the connection, fail it with a status, or nothing (serve it).
+ * faults do to it: reset the connection, fail it with a status, or nothing (serve it), after another
+ * client's write of the target where a concurrentWrite fault says so.
  */
 export async function requestFault(
   ctx: TwinContext,
   verb: ApiVerb,
   plural: string,
+  target?: RequestTarget,
 ): Promise<{ reset: true } | { error: StatusError } | undefined> {
   // Faults are configured per verb; a collection delete is a delete.
   const faultVerb: Verb = verb === 'deletecollection' ? 'delete' : verb;
   const fault = ctx.faults.forRequest(faultVerb, plural);
   const delay = fault.extraLatencyMs + ctx.spec.latencies.apiRequest;
   if (delay > 0) await sleep(delay, undefined, { signal: ctx.signal });
+  if (fault.concurrentWrite && target) writeConcurrently(ctx, target);
   if (fault.reset) return { reset: true };
   if (fault.errorCode) return { error: injectedFailure(fault.errorCode) };
   return undefined;

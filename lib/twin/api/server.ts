@@ -7,6 +7,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TwinContext } from '../context.ts';
+import { typeKey } from '../resources.ts';
 import type { ObjectStore } from '../store.ts';
 import { ACCESS_REVIEW_PATH, accessReview } from './access-review.ts';
 import { BodyTooLargeError, MAX_BODY_BYTES, readBody } from './body.ts';
@@ -85,7 +86,10 @@ export async function startApiServer(opts: {
     };
     ledger.access(access);
     res.once('finish', () => ledger.answered(access, res.statusCode));
-    const fault = await requestFault(ctx, route.verb, route.type.plural);
+    const target = route.name
+      ? { key: typeKey(route.type), namespace: route.namespace, name: route.name }
+      : undefined;
+    const fault = await requestFault(ctx, route.verb, route.type.plural, target);
     if (fault && 'reset' in fault) {
       req.socket.destroy();
       return;

@@ -19,6 +19,7 @@ import { sendStatus } from '../api/respond.ts';
 import type { ApiServer } from '../api/server.ts';
 import type { TwinContext } from '../context.ts';
 import { StatusError } from '../errors.ts';
+import { findByPlural, typeKey } from '../resources.ts';
 import type { ClusterPki } from './pki.ts';
 import { requestInfo } from './request-info.ts';
 
@@ -82,11 +83,16 @@ export async function startFrontProxy(opts: {
     }
     ledger.request();
     const url = new URL(req.url ?? '/', 'https://twin');
-    const access = requestInfo(req.method ?? 'GET', url);
-    if (access) {
+    const info = requestInfo(req.method ?? 'GET', url);
+    if (info) {
+      const { access } = info;
       ledger.access(access);
       res.once('finish', () => ledger.answered(access, res.statusCode));
-      const fault = await requestFault(ctx, access.verb, access.resource.split('/')[0] as string);
+      const plural = access.resource.split('/')[0] as string;
+      const type = findByPlural(access.group, info.version, plural);
+      const target =
+        type && info.name ? { key: typeKey(type), namespace: access.namespace, name: info.name } : undefined;
+      const fault = await requestFault(ctx, access.verb, plural, target);
       if (fault && 'reset' in fault) {
         socket.destroy();
         return;

@@ -9,16 +9,26 @@ import type { ApiVerb } from '../api/route.ts';
 const NAMESPACE_SUBRESOURCES = new Set(['status', 'finalize']);
 const TRUE = new Set(['1', 't', 'T', 'true', 'TRUE', 'True']);
 
+export interface RequestInfo {
+  readonly access: ResourceAccess;
+  readonly version: string;
+  /** The object named, for a request on one object. */
+  readonly name: string | undefined;
+}
+
 /** Undefined for a request that is not for a resource (discovery, /version, health, OpenAPI). */
-export function requestInfo(method: string, url: URL): ResourceAccess | undefined {
+export function requestInfo(method: string, url: URL): RequestInfo | undefined {
   const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
   let rest: string[];
   let group: string;
+  let version: string;
   if (parts[0] === 'api' && parts.length >= 3) {
     group = '';
+    version = parts[1] as string;
     rest = parts.slice(2);
   } else if (parts[0] === 'apis' && parts.length >= 4) {
     group = parts[1] as string;
+    version = parts[2] as string;
     rest = parts.slice(3);
   } else {
     return undefined;
@@ -49,5 +59,5 @@ export function requestInfo(method: string, url: URL): ResourceAccess | undefine
     default:
       verb = name !== undefined ? 'get' : TRUE.has(url.searchParams.get('watch') ?? '') ? 'watch' : 'list';
   }
-  return { verb, group, resource, namespace };
+  return { access: { verb, group, resource, namespace }, version, name };
 }
