@@ -1,11 +1,11 @@
 /**
  * How the agent touches a host's files: every path is resolved under the host root, the first change of a
  * run backs the original up under BACKUP_DIR/<run-id>/ (so `restore` can put it back), and writes are
- * atomic (a temp file in the same directory, fsync, rename): a node that loses power mid-write keeps
+ * atomic (a temp file in the same directory, fsync, rename, fsync of the directory): a node that loses power mid-write keeps
  * either the old file or the new one, never half of each, which matters for static pod manifests that the
  * kubelet reads at any moment.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { InvalidInputError } from '../errors.ts';
@@ -76,13 +76,43 @@ export async function backUpOnce(hostRoot: string, runId: string, file: string):
   const temp = path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(4).toString('hex')}`);
   try {
     await copyFile(onHost(hostRoot, file), temp);
+    await syncFile(temp);
     await rename(temp, target);
   } catch (err) {
     await rm(temp, { force: true });
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     await writeFile(marker, '');
+    await syncFile(marker);
   }
+  // The rename (or the marker) is durable only once the directory is: a backup must outlive a power cut
+  // that the change after it survives.
+  await syncFile(path.dirname(target));
   return backup;
+}
+
+/** fsync a file or a directory (a directory's entries: a rename or a new file in it). */
+async function syncFile(p: string): Promise<void> {
+  const handle = await open(p, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** sha256 of bytes, hex: how a snapshot records a file. */
+export function sha256(bytes: Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** Per path the run backed up: the sha256 of the original, null when it did not exist. */
+export async function backupDigests(hostRoot: string, runId: string): Promise<Record<string, string | null>> {
+  const out: Record<string, string | null> = {};
+  for (const file of await listBackups(hostRoot, runId)) {
+    const bytes = await readHostBytes(hostRoot, backupPath(runId, file));
+    out[file] = bytes === undefined ? null : sha256(bytes);
+  }
+  return out;
 }
 
 /** What the run kept of `file`: its original text, `absent` when it did not exist, undefined when nothing. */
@@ -146,4 +176,5 @@ export async function writeAtomically(
     await rm(temp, { force: true });
     throw err;
   }
+  await syncFile(path.dirname(target));
 }

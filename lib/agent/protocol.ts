@@ -28,6 +28,8 @@ export const InspectRequestSchema = z.object({
   runId: RunId,
   /** Absolute host paths to report on; kubelet flag sources are always reported too. */
   paths: z.array(HostPath).default([]),
+  /** Also report the digests of what this earlier run backed up (a downgrade checks its way back). */
+  backupsOf: RunId.optional(),
 });
 
 /** Change flags in static pod manifests (first container's command/args). */
@@ -74,6 +76,11 @@ export const RestoreRequestSchema = z.object({
    * back in one restart as its original plus these flags (a downgrade's leader migration phase).
    */
   staticPods: z.array(StaticPodEditSchema).default([]),
+  /**
+   * What each original was, as the run's snapshot recorded it (sha256, null for a file that did not
+   * exist): a backup that differs is refused before anything is written. Paths not named are not checked.
+   */
+  expected: z.record(HostPath, z.string().nullable()).default({}),
   dryRun: z.boolean().default(false),
 });
 
@@ -134,6 +141,8 @@ export const AgentResultSchema = z.object({
    * when it names none, and then no copy is needed.
    */
   credentialsSecret: z.object({ name: z.string(), namespace: z.string() }).optional(),
+  /** inspect with backupsOf: per path that run backed up, the original's sha256 (null: it did not exist). */
+  backups: z.record(z.string(), z.string().nullable()).optional(),
   error: z.string().optional(),
 });
 export type AgentResult = z.infer<typeof AgentResultSchema>;

@@ -13,9 +13,9 @@ import { inTreeTarget } from '../providers/catalog.ts';
 import type { StepContext } from './context.ts';
 import { KAS_MANIFEST, KCM_MANIFEST } from './edits.ts';
 import { decideLeaderMigration } from './leader-migration.ts';
-import { examineCluster } from './preflight.ts';
+import { type BackupDigests, examineCluster } from './preflight.ts';
 import type { DowngradePreflightResult, UpgradeOptions } from './schemas.ts';
-import { type Snapshot, SnapshotSchema } from './snapshot.ts';
+import { recordedOriginals, type Snapshot, SnapshotSchema } from './snapshot.ts';
 
 const COMPONENT_OF: Readonly<Record<string, CloudFlagComponent>> = {
   [KAS_MANIFEST]: 'kube-apiserver',
@@ -47,6 +47,16 @@ export function recordsInTree(snapshot: Snapshot): boolean {
   );
 }
 
+/** Backups whose digest is not what the snapshot recorded for that file, as "node:path". */
+function alteredBackups(snapshot: Snapshot, backups: BackupDigests): string[] {
+  return Object.entries(backups).flatMap(([node, digests]) => {
+    const recorded = recordedOriginals(snapshot, node);
+    return Object.entries(digests)
+      .filter(([path, digest]) => path in recorded && recorded[path] !== digest)
+      .map(([path]) => `${node}:${path}`);
+  });
+}
+
 export async function downgradePreflight(
   event: { clusterId: string; runId: string; options: UpgradeOptions },
   ctx: StepContext,
@@ -71,7 +81,18 @@ export async function downgradePreflight(
   const snapshot = SnapshotSchema.parse(source.snapshot);
   // IBM never had an in-tree provider: nothing to go back to (a clear refusal before anything changes).
   const inTree = inTreeTarget(snapshot.provider);
-  const exam = await examineCluster(ctx, event.runId, { ...event.options, provider: snapshot.provider });
+  const exam = await examineCluster(
+    ctx,
+    event.runId,
+    { ...event.options, provider: snapshot.provider },
+    { backupsOf: source.runId },
+  );
+  const altered = alteredBackups(snapshot, exam.backups);
+  if (altered.length > 0) {
+    throw new PreflightFailedError(
+      `backups of run ${source.runId} are not the originals its snapshot recorded, so they cannot be put back: ${altered.slice(0, 5).join('; ')}`,
+    );
+  }
   const problems = restoreProblems(snapshot, exam.kubernetesVersion);
   if (problems.length > 0) {
     throw new PreflightFailedError(

@@ -62,21 +62,36 @@ function factsOf(node: V1Node): NodeFacts {
   };
 }
 
-async function inspectNodes(ctx: ExamineContext, runId: string, nodes: readonly V1Node[]): Promise<Files> {
+/** Per node, per path an earlier run backed up: the original's sha256 (null: it did not exist). */
+export type BackupDigests = Record<string, Record<string, string | null>>;
+
+async function inspectNodes(
+  ctx: ExamineContext,
+  runId: string,
+  nodes: readonly V1Node[],
+  backupsOf: string | undefined,
+): Promise<{ files: Files; backups: BackupDigests }> {
   const limit = pLimit(INSPECT_CONCURRENCY);
   const files: Files = {};
+  const backups: BackupDigests = {};
   await Promise.all(
     nodes.map((node) =>
       limit(async () => {
         const name = nodeName(node);
         const paths = isControlPlane(node) ? [...CONTROL_PLANE_MANIFESTS] : [];
-        const result = await ctx.agent(name, { op: 'inspect', runId, paths });
+        const result = await ctx.agent(name, {
+          op: 'inspect',
+          runId,
+          paths,
+          ...(backupsOf ? { backupsOf } : {}),
+        });
         files[name] = result.files;
+        if (result.backups) backups[name] = result.backups;
         ctx.progress({ step: 'preflight', node: name, message: 'inspected' });
       }),
     ),
   );
-  return files;
+  return { files, backups };
 }
 
 /**
@@ -366,6 +381,8 @@ export interface ClusterExamination {
   readonly cloudConfigTranslation?: Snapshot['cloudConfigTranslation'];
   /** Where the upgrade would write that copy (or change it): the agents' dry-run answer. */
   readonly cloudConfigCopies?: CloudConfigTranslationPlan['copies'];
+  /** What the run named by `backupsOf` backed up on each node (a downgrade's way back). */
+  readonly backups: BackupDigests;
 }
 
 export type ExamineContext = Pick<StepContext, 'clients' | 'agent' | 'progress' | 'waitMs' | 'pollMs'>;
@@ -374,6 +391,7 @@ export async function examineCluster(
   ctx: ExamineContext,
   runId: string,
   options: UpgradeOptions,
+  opts: { backupsOf?: string } = {},
 ): Promise<ClusterExamination> {
   const version = await call(`reach the API server at ${ctx.clients.server}`, () =>
     ctx.clients.version.getCode(),
@@ -399,7 +417,7 @@ export async function examineCluster(
       'no node is labelled node-role.kubernetes.io/control-plane: not a kubeadm-style cluster',
     );
   }
-  const files = await inspectNodes(ctx, runId, nodes);
+  const { files, backups } = await inspectNodes(ctx, runId, nodes, opts.backupsOf);
   refuseUnreadable(files, controlPlaneNodes);
   const provider = chooseProvider(nodes, files, options.provider);
   checkImageOverrides(provider, options.images);
@@ -425,6 +443,7 @@ export async function examineCluster(
     inTreeLeft: left,
     externalAlready: externalAlready(files),
     awaitingCcm: awaiting.map(nodeName),
+    backups,
   };
 }
 

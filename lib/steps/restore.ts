@@ -5,6 +5,7 @@
  * from then on), the CCM stops, and only then does each kube-controller-manager take the cloud loops back,
  * one node at a time (never two controllers; while none runs, no node waits for one).
  */
+
 import { type KubernetesObject, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { AgentRequest, AgentResult } from '../agent/protocol.ts';
 import { KUBELET_FILES } from '../controlplane/kubelet-sources.ts';
@@ -41,7 +42,7 @@ import {
 import { revertKubeadmConfig } from './kubeadm-config.ts';
 import { runsLeaderMigration } from './leader-migration.ts';
 import type { RestoreEvent, RestoreNodeEvent, Verification } from './schemas.ts';
-import type { Snapshot } from './snapshot.ts';
+import { recordedOriginals, type Snapshot } from './snapshot.ts';
 import { loadSnapshot } from './snapshot-store.ts';
 
 /** The kubelet flags a node had before the source run: those of any node's kubelet flag source. */
@@ -69,6 +70,7 @@ export async function restoreKubelet(
     runId: event.sourceRunId,
     paths: [...KUBELET_FILES],
     skipMissing: true,
+    expected: recordedOriginals(snapshot, event.node),
   };
   let result: AgentResult;
   try {
@@ -139,6 +141,7 @@ export async function restoreControlPlaneNode(
     runId: event.sourceRunId,
     paths: [...CONTROL_PLANE_MANIFESTS, ...(copy ? [copy] : [])],
     skipMissing: true,
+    expected: recordedOriginals(snapshot, event.node),
     staticPods: event.leaderMigration ? [...ENABLE_LEADER_MIGRATION_STATIC_PODS] : [],
   });
   ctx.progress({

@@ -67,3 +67,10 @@ export const TOPOLOGY_LABELS = [
   'topology.kubernetes.io/zone',
   'node.kubernetes.io/instance-type',
 ] as const;
+
+/** The original each file of a node had, as a snapshot recorded it: sha256, or null when it did not exist. */
+export function recordedOriginals(snapshot: Snapshot, node: string): Record<string, string | null> {
+  return Object.fromEntries(
+    (snapshot.files[node] ?? []).map((f) => [f.path, f.exists ? (f.sha256 ?? null) : null]),
+  );
+}

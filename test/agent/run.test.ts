@@ -288,6 +288,44 @@ describe('set-flags and restore', () => {
   });
 });
 
+describe('backups that cannot lie', () => {
+  const sha = (bytes: Buffer | string) => createHash('sha256').update(bytes).digest('hex');
+
+  it('reports what a run backed up, by digest, when asked in an inspect', async () => {
+    const original = await readFile(hostPath(FLAGS_ENV));
+    await run(UPGRADE);
+    const result = await run({ op: 'inspect', runId: 'down-1', paths: [], backupsOf: 'up-1' });
+    expect(result.backups?.[FLAGS_ENV]).toBe(sha(original));
+    expect(Object.keys(result.backups ?? {}).sort()).toEqual([KAS, KCM, FLAGS_ENV].sort());
+  });
+
+  it('refuses, writing nothing, to restore from a backup that is not the original the snapshot recorded', async () => {
+    const original = await readFile(hostPath(FLAGS_ENV));
+    await run(UPGRADE);
+    const changed = await snapshot();
+    await writeFile(
+      hostPath(`${BACKUP_DIR}/up-1${FLAGS_ENV}`),
+      'KUBELET_KUBEADM_ARGS="--cloud-provider=gce"\n',
+    );
+    const refused = await run({ op: 'restore', runId: 'up-1', expected: { [FLAGS_ENV]: sha(original) } });
+    expect(refused).toMatchObject({ ok: false, changed: false });
+    expect(refused.error).toMatch(
+      new RegExp(
+        `^${FLAGS_ENV}: the backup \\(sha256 [0-9a-f]{12}…\\) is not the original the run recorded \\(sha256 ${sha(original).slice(0, 12)}…\\)`,
+      ),
+    );
+    expect(await snapshot()).toEqual(changed);
+  });
+
+  it('restores when every backup is the original the snapshot recorded', async () => {
+    const before = await snapshot();
+    const expected = Object.fromEntries([KAS, KCM, FLAGS_ENV].map((f) => [f, sha(before[f] as string)]));
+    await run(UPGRADE);
+    expect(await run({ op: 'restore', runId: 'up-1', expected })).toMatchObject({ ok: true, changed: true });
+    expect(await snapshot()).toEqual(before);
+  });
+});
+
 describe('other requests', () => {
   it('restart-kubelet asks for the restart and touches nothing', async () => {
     expect(await run({ op: 'restart-kubelet', runId: 'r' })).toEqual({

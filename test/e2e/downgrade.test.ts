@@ -110,6 +110,24 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
       expect(await clusterObjects(e2e)).toEqual(objects);
     });
 
+    it('refuses, before any change, a backup that is not the original its upgrade recorded', async () => {
+      e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini), server);
+      const up = await e2e.upgrade();
+      expect(up.status).toBe('SUCCEEDED');
+      const backup = `/etc/kubernetes/ccm-migrate-backup/${up.runId}/var/lib/kubelet/kubeadm-flags.env`;
+      await e2e.t.writeFile('worker-2', backup, 'KUBELET_KUBEADM_ARGS="--cloud-provider=aws --v=9"\n');
+      const files = await nodeFiles(e2e.t);
+      const objects = await clusterObjects(e2e);
+
+      const down = await e2e.downgrade();
+      expect(down.error?.name).toBe('PreflightFailed');
+      expect(down.error?.cause).toContain(
+        `backups of run ${up.runId} are not the originals its snapshot recorded, so they cannot be put back: worker-2:/var/lib/kubelet/kubeadm-flags.env`,
+      );
+      expect(await nodeFiles(e2e.t)).toEqual(files);
+      expect(await clusterObjects(e2e)).toEqual(objects);
+    });
+
     it('changes nothing when run again, and says the cluster is already in-tree', async () => {
       e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini), server);
       expect((await e2e.upgrade()).status).toBe('SUCCEEDED');

@@ -1,6 +1,9 @@
-/** `inspect`: hash, size, kind and cloud flags of the asked files and of every kubelet flag source present. */
+/**
+ * `inspect`: hash, size, kind and cloud flags of the asked files and of every kubelet flag source present;
+ * with backupsOf, the digests of what that run backed up.
+ */
 import { KUBELET_FILES } from '../../controlplane/kubelet-sources.ts';
-import { readHostBytes } from '../files.ts';
+import { backupDigests, readHostBytes } from '../files.ts';
 import type { AgentResult, ParsedAgentRequest } from '../protocol.ts';
 import type { AgentEnvironment } from '../run.ts';
 import { describeFile } from './report.ts';
@@ -23,5 +26,6 @@ export async function inspect(
     changed: false,
     restartKubelet: false,
     files: [...asked, ...kubelet.filter((f) => f.exists)],
+    ...(request.backupsOf ? { backups: await backupDigests(env.hostRoot, request.backupsOf) } : {}),
   };
 }

@@ -1,5 +1,6 @@
 /**
  * `restore`: put back the originals this run backed up (every one when no path is named), atomically, with
+ * each backup first checked against the digest the run's snapshot recorded (a mismatch writes nothing), and
  * any static pod edits the request adds to them; a file that did not exist before the run is removed. A file already equal to its original is left alone,
  * and a named file the run has no backup of fails the request before anything is written (or, with
  * skipMissing, is left as it is: the run never changed it).
@@ -7,7 +8,7 @@
 import { isKubeletFlagFile, KUBELET_CONFIG_FILE } from '../../controlplane/kubelet-sources.ts';
 import { editStaticPod } from '../../controlplane/static-pod.ts';
 import { InvalidInputError } from '../../errors.ts';
-import { listBackups, readBackup, readHostFile, removeHostFile, writeAtomically } from '../files.ts';
+import { listBackups, readBackup, readHostFile, removeHostFile, sha256, writeAtomically } from '../files.ts';
 import type { AgentResult, FileReport, ParsedAgentRequest } from '../protocol.ts';
 import type { AgentEnvironment } from '../run.ts';
 import { changeReport, failure } from './report.ts';
@@ -28,6 +29,20 @@ function withEdits(
   return text;
 }
 
+/** Why a backup is not the original the snapshot recorded, if it is not. */
+function backupMismatch(
+  expected: RestoreRequest['expected'],
+  path: string,
+  original: string | undefined,
+): string | undefined {
+  if (!(path in expected)) return undefined;
+  const want = expected[path];
+  const got = original === undefined ? null : sha256(Buffer.from(original));
+  if (got === want) return undefined;
+  const say = (d: string | null | undefined) => (d ? `sha256 ${d.slice(0, 12)}…` : 'no file');
+  return `the backup (${say(got)}) is not the original the run recorded (${say(want)}): refusing to restore from it`;
+}
+
 export async function restore(request: RestoreRequest, env: AgentEnvironment): Promise<AgentResult> {
   const paths = request.paths.length > 0 ? request.paths : await listBackups(env.hostRoot, request.runId);
   const originals: { path: string; original: string | undefined; current: string | undefined }[] = [];
@@ -38,6 +53,8 @@ export async function restore(request: RestoreRequest, env: AgentEnvironment): P
       return failure('restore', `${path}: run ${request.runId} has no backup of it`);
     }
     const original = backup === 'absent' ? undefined : backup.text;
+    const mismatch = backupMismatch(request.expected, path, original);
+    if (mismatch) return failure('restore', `${path}: ${mismatch}`);
     let wanted = original;
     try {
       wanted = withEdits(path, original, request.staticPods);
