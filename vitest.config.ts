@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 90_000,
     // Twin tests start HTTP servers and timers; forks keep each file's twin in its own process.
     pool: 'forks',
+    maxWorkers: 2,
   },
 });

@@ -70,6 +70,8 @@ export async function downgradePreflight(
       `the run store has no finished upgrade of cluster ${event.clusterId}: a downgrade restores what an upgrade run backed up`,
     );
   }
+  // A provider that was never in-tree (IBM) has no way back at all: said before anything else.
+  inTreeTarget(SnapshotSchema.parse(upgrades.at(-1)?.snapshot).provider);
   // The way back is the last upgrade that changed something (that found the cluster in-tree and backed
   // its files up), never a later one that found it external already and recorded that.
   const source = upgrades.filter((r) => recordsInTree(SnapshotSchema.parse(r.snapshot))).at(-1);
