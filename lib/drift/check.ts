@@ -149,13 +149,18 @@ function ccmFindings(o: ClusterObservation, facts: ProviderFacts, expect: Desire
     ];
   }
   const findings: Finding[] = [];
-  const holder = o.ccmLease?.spec?.holderIdentity ?? '';
-  if (!ready.some((p) => holder.startsWith(`${p.spec?.nodeName}_`))) {
+  const lease = o.ccmLease?.spec;
+  const holder = lease?.holderIdentity ?? '';
+  // One look cannot see a renewal: the Lease must have been renewed within its duration (and a minute of
+  // clock skew). Which pod holds it is not read from the identity, whose hostname need not be a Node's.
+  const renewedAgo = Date.now() - Date.parse(String(lease?.renewTime ?? ''));
+  const fresh = renewedAgo <= ((lease?.leaseDurationSeconds ?? 15) + 60) * 1000;
+  if (!holder || !fresh) {
     findings.push({
       kind: 'ccm-not-leading',
       object: `Lease ${facts.namespace}/${facts.leaseName}`,
-      expected: 'held by a Ready CCM pod',
-      seen: holder ? `held by ${holder}` : 'no holder',
+      expected: 'held and renewed while a CCM pod is Ready',
+      seen: holder ? `held by ${holder}, last renewed ${Math.round(renewedAgo / 1000)} s ago` : 'no holder',
       severity: 'critical',
     });
   }

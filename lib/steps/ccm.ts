@@ -192,11 +192,17 @@ export async function ccmPods(ctx: StepContext, snapshot: Snapshot): Promise<V1P
 }
 
 /**
- * The CCM's leader, when a Ready CCM pod holds the provider's Lease. Leader election identities are
- * `<hostname>_<uuid>`, and the CCM runs on the host network: its hostname is its node's name.
+ * A poll that answers the CCM Lease's holder once a CCM leads: a CCM pod is Ready and the holder was seen
+ * renewing the Lease (a process gone with its pod keeps it until it expires, renewing nothing).
  */
-export async function ccmLeader(ctx: StepContext, snapshot: Snapshot): Promise<string | undefined> {
-  return (await ccmLeadership(ctx, snapshot, await ccmPods(ctx, snapshot))).leader;
+export function ccmLeaderPoll(ctx: StepContext, snapshot: Snapshot): () => Promise<string | undefined> {
+  let seen: { holder: string; renewTime: string } | undefined;
+  return async () => {
+    const { leads, holder, renewTime } = await ccmLeadership(ctx, snapshot, await ccmPods(ctx, snapshot));
+    const renewed = seen?.holder === holder && seen.renewTime !== renewTime;
+    seen = { holder, renewTime };
+    return leads && renewed ? holder : undefined;
+  };
 }
 
 /** The CCM's Lease, or undefined before any CCM took it. */
@@ -209,16 +215,24 @@ async function readCcmLease(ctx: StepContext, snapshot: Snapshot): Promise<V1Lea
   );
 }
 
-/** Who holds the CCM's Lease, and which of `pods` (the CCM's, listed by the caller) that is. */
+/**
+ * Who holds the CCM's Lease, and whether a CCM may be leading: the Lease has a holder and one of `pods`
+ * (the CCM's, listed by the caller) is Ready. Which pod holds it is not read from the holder's identity:
+ * that is `<hostname>_<uuid>`, and a host-network pod's hostname is its host's, which need not be its
+ * Node's name (AWS private DNS names, --hostname-override, capitals).
+ */
 async function ccmLeadership(
   ctx: StepContext,
   snapshot: Snapshot,
   pods: readonly V1Pod[],
-): Promise<{ leader: string | undefined; holder: string; renewTime: string }> {
+): Promise<{ leads: boolean; holder: string; renewTime: string }> {
   const lease = await readCcmLease(ctx, snapshot);
   const holder = lease?.spec?.holderIdentity ?? '';
-  const leader = pods.find((p) => isPodReady(p) && holder.startsWith(`${p.spec?.nodeName}_`));
-  return { leader: leader?.metadata?.name, holder, renewTime: String(lease?.spec?.renewTime ?? '') };
+  return {
+    leads: holder !== '' && pods.some((p) => isPodReady(p) && !p.metadata?.deletionTimestamp),
+    holder,
+    renewTime: String(lease?.spec?.renewTime ?? ''),
+  };
 }
 
 /**
@@ -238,10 +252,10 @@ function renewingCcmLeader(
     if (snapshot.ccmWorkload === 'daemonset' && !(await daemonSetRolledOut(ctx, snapshot))) return undefined;
     const pods = await ccmPods(ctx, snapshot);
     if (pods.some((p) => runsLeaderMigration(p) !== leaderMigration)) return undefined;
-    const { leader, holder, renewTime } = await ccmLeadership(ctx, snapshot, pods);
+    const { leads, holder, renewTime } = await ccmLeadership(ctx, snapshot, pods);
     const renewed = seen?.holder === holder && seen.renewTime !== renewTime;
     seen = { holder, renewTime };
-    return fresh || renewed ? leader : undefined;
+    return leads && (fresh || renewed) ? holder : undefined;
   };
 }
 

@@ -11,7 +11,7 @@ import { retryOnConflict } from '../kube/conflicts.ts';
 import { call } from '../kube/errors.ts';
 import { latest, waitFor } from '../kube/wait.ts';
 import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
-import { ccmLeader } from './ccm.ts';
+import { ccmLeaderPoll } from './ccm.ts';
 import { hasUninitializedTaint, listNodes, nodeChanges, nodeName, readNode } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import type { RunIds, Verification } from './schemas.ts';
@@ -144,7 +144,7 @@ async function lostIngress(ctx: StepContext, snapshot: Snapshot): Promise<string
 
 export async function verify(event: RunIds, ctx: StepContext): Promise<Verification> {
   const snapshot = await loadSnapshot(ctx, event);
-  const leader = await waitFor('a CCM to hold its lease', () => ccmLeader(ctx, snapshot), ctx);
+  const leader = await waitFor('a CCM to hold and renew its lease', ccmLeaderPoll(ctx, snapshot), ctx);
   const { canary, clearedMs } = await canaryCheck(ctx, snapshot);
   // A node that joined during the run may still be waiting for the CCM: give it the same bounded wait.
   const nodes = await waitFor(

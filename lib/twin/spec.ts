@@ -105,6 +105,13 @@ export const NodeGroupSchema = z
     /** Explicit node names, instead of `<name>-<i>`; their number is the count. */
     names: z.array(NodeNameSchema).optional(),
     role: z.enum(['control-plane', 'worker']),
+    /**
+     * Each host's hostname, which need not be its Node's name (an AWS host named `ip-10-0-1-12` whose
+     * Node is `ip-10-0-1-12.ec2.internal`, a `--hostname-override`, capitals): `{name}` stands for the node
+     * name, `{ip-dashed}` for its IP with dashes. The hostname is what a host-network process calls itself,
+     * in a leader election identity among others. @default `{name}`
+     */
+    hostname: z.string().min(1).default('{name}'),
     labels: z.record(z.string(), z.string()).default({}),
     /**
      * Files of each host, by absolute path; see renderHostFile for the per-node placeholders.

@@ -75,7 +75,7 @@ function coalesced(fn: () => void): { trigger(): void; cancel(): void } {
 export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): CloudControllers {
   const { store } = ctx;
   const timings = electionTimings(ctx.spec.latencies.leaseDuration);
-  const election = new LeaderElection(store, timings);
+  const election = new LeaderElection(store, timings, (node) => cloud.placement(node)?.hostname);
   /** Ready kube-apiserver pods: without one, no controller reaches the API. */
   const apiServers = new Set<string>();
   const apiUp = (): boolean => apiServers.size > 0 && !ctx.faults.apiOutageAt();

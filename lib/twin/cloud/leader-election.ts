@@ -74,9 +74,22 @@ export class LeaderElection {
   /** Last time each participant renewed what it holds (for the renew deadline while the API is down). */
   readonly #lastRenewal = new Map<string, number>();
 
-  constructor(store: ClusterStore, timings: ElectionTimings) {
+  readonly #hostnameOf: (node: string) => string | undefined;
+
+  /** `hostnameOf`: the hostname of a node's host, which a host-network process puts in its identity. */
+  constructor(
+    store: ClusterStore,
+    timings: ElectionTimings,
+    hostnameOf: (node: string) => string | undefined,
+  ) {
     this.#store = store;
     this.#timings = timings;
+    this.#hostnameOf = hostnameOf;
+  }
+
+  /** `<hostname>_<uuid>`, as client-go's leader election names a process (the host's name, not the Node's). */
+  #identityOf(c: ControllerCandidate): string {
+    return `${this.#hostnameOf(c.node) ?? (c.node || c.pod)}_${randomUUID()}`;
   }
 
   /**
@@ -92,7 +105,7 @@ export class LeaderElection {
     }
     const restarted = !before?.running || before.uid !== candidate.uid;
     if (restarted) {
-      this.#participants.set(key, { ...candidate, identity: identityOf(candidate), since: now });
+      this.#participants.set(key, { ...candidate, identity: this.#identityOf(candidate), since: now });
       this.#lastRenewal.set(key, now);
     } else {
       this.#participants.set(key, { ...candidate, identity: before.identity, since: before.since });
@@ -182,13 +195,8 @@ export class LeaderElection {
     for (const [key, p] of this.#participants) {
       if (!held.has(p.identity)) continue;
       if (now - (this.#lastRenewal.get(key) ?? now) <= this.#timings.renewDeadlineMs) continue;
-      this.#participants.set(key, { ...p, identity: identityOf(p), since: now });
+      this.#participants.set(key, { ...p, identity: this.#identityOf(p), since: now });
       this.#lastRenewal.set(key, now);
     }
   }
-}
-
-/** `<hostname>_<uuid>`: a static or host-network pod's hostname is its node's name. */
-function identityOf(c: ControllerCandidate): string {
-  return `${c.node || c.pod}_${randomUUID()}`;
 }

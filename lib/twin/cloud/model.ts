@@ -32,6 +32,8 @@ export interface NodePlacement {
   readonly index: number;
   readonly ip: string;
   readonly zone: string;
+  /** The host's own name (the node group's hostname template), not always the Node's. */
+  readonly hostname: string;
 }
 
 const INSTANCE_TYPES: Record<Provider, string> = {
@@ -118,13 +120,15 @@ export class CloudModel {
     if (!group) throw new Error(`unknown node group ${groupName}`);
     const index = this.#placements.size;
     const zones = this.#spec.cloud.zones;
+    const ip = nodeIP(index);
     const placement: NodePlacement = {
       name,
       group: group.name,
       role: group.role,
       index,
-      ip: nodeIP(index),
+      ip,
       zone: zones[index % zones.length] as string,
+      hostname: group.hostname.replaceAll('{name}', name).replaceAll('{ip-dashed}', ip.replaceAll('.', '-')),
     };
     this.#placements.set(name, placement);
     if (!this.#spec.cloud.missingInstances.includes(name)) this.#createInstance(placement);
