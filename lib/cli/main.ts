@@ -218,6 +218,11 @@ export function buildProgram(): Command {
       .option('--state-dir <dir>', 'run records (default: $CCM_MIGRATE_STATE_DIR or ~/.ccm-migrate)')
       .option('--yes', 'do not ask for confirmation', false)
       .option(
+        '--adopt',
+        'upgrade: take over CCM objects of the same names that ccm-migrate did not create (preflight refuses them otherwise); the way back then deletes them',
+        false,
+      )
+      .option(
         '--require-approval',
         'upgrade: after preflight, wait for an approval before changing anything (with --aws: ccm-migrate approve; locally: asked here, or given by --yes)',
         false,
@@ -235,8 +240,15 @@ export function buildProgram(): Command {
               pollInterval: number;
               leaderMigration: boolean;
               requireApproval: boolean;
+              adopt: boolean;
             },
         ) => {
+          if (o.adopt && kind !== 'upgrade') {
+            throw new CliError(
+              '--adopt applies to upgrades: a downgrade deletes only what is ccm-migrate’s',
+              EXIT.badInput,
+            );
+          }
           if (o.requireApproval && kind !== 'upgrade') {
             throw new CliError(
               '--require-approval applies to upgrades: a downgrade has no approval gate',
@@ -248,6 +260,7 @@ export function buildProgram(): Command {
             ...targetOptions(o),
             ...(o.leaderMigration === false ? { leaderMigration: false } : {}),
             ...(o.requireApproval ? { requireApproval: true } : {}),
+            ...(o.adopt ? { adopt: true } : {}),
           };
           if (o.aws) {
             const local = (['kubeconfig', 'context', 'agentImage', 'stateDir'] as const).filter((k) => o[k]);

@@ -9,12 +9,13 @@ import { translatedCloudConfigPath } from '../controlplane/openstack-cloud-confi
 import { AgentFailedError, PreflightFailedError } from '../errors.ts';
 import { call } from '../kube/errors.ts';
 import { readSecretMetadata } from '../kube/metadata.ts';
+import { foreignObjects, MANAGED_BY } from '../kube/ownership.ts';
 import { waitFor } from '../kube/wait.ts';
 import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
 import { ccmImageFor, neverInTree, PROVIDERS, type ProviderId, providerFacts } from '../providers/catalog.ts';
 import { checkImageOverrides, type ImageOverrides } from '../providers/image-overrides.ts';
 import { detectProvider, parseProviderID } from '../providers/provider-id.ts';
-import { inTreeCloudConfigPath } from './ccm.ts';
+import { inTreeCloudConfigPath, renderCcm } from './ccm.ts';
 import {
   type ClusterAccess,
   hasUninitializedTaint,
@@ -505,6 +506,30 @@ function describeOverrides(images: ImageOverrides | undefined): string {
   return entries.length === 0 ? 'the catalog’s' : entries.map(([c, i]) => `${c}=${i}`).join(', ');
 }
 
+/**
+ * The CCM objects the upgrade will apply must not be someone else's (a CCM installed by hand, another
+ * tool's RBAC of the same name): applying over them would take them over and the way back would delete
+ * them. Refused before any change, unless the operator adopts them.
+ */
+async function refuseForeignObjects(
+  ctx: StepContext,
+  snapshot: Snapshot,
+  options: UpgradeOptions,
+): Promise<void> {
+  const foreign = await foreignObjects(ctx.clients, renderCcm(snapshot, 0));
+  if (foreign.length === 0) return;
+  if (options.adopt) {
+    ctx.progress({
+      step: 'preflight',
+      message: `adopting ${listOf(foreign, 5)}: ccm-migrate takes them over`,
+    });
+    return;
+  }
+  throw new PreflightFailedError(
+    `${listOf(foreign, 5)} already exist and were not created by ccm-migrate (no ${MANAGED_BY.key}=${MANAGED_BY.value}): remove them, or run again with --adopt to let ccm-migrate take them over (and delete them on the way back)`,
+  );
+}
+
 export async function preflight(
   event: { clusterId: string; runId: string; options: UpgradeOptions },
   ctx: StepContext,
@@ -553,6 +578,7 @@ export async function preflight(
       message: `the CCM keeps the workload recorded before: a ${recorded.ccmWorkload ?? 'deployment'} (asked now: a ${snapshot.ccmWorkload})`,
     });
   }
+  if (!alreadyExternal) await refuseForeignObjects(ctx, recorded, event.options);
   if (!sameImages(recorded.images, snapshot.images)) {
     // The CCM must render the same objects all run long (and on the way back): the first record wins.
     ctx.progress({

@@ -18,6 +18,7 @@ import {
 } from '../kube/agent-job.ts';
 import { applyObjects, describeObject } from '../kube/apply.ts';
 import { call, httpStatus, orNotFound } from '../kube/errors.ts';
+import { deleteIfOurs } from '../kube/ownership.ts';
 import { waitFor } from '../kube/wait.ts';
 import { inTreeTarget, providerFacts } from '../providers/catalog.ts';
 import { ccmPods, ccmWorkloadOf, renderCcm } from './ccm.ts';
@@ -228,14 +229,12 @@ async function releaseAgentCode(ctx: StepContext): Promise<boolean> {
 export async function removeCcm(event: RestoreEvent, ctx: StepContext): Promise<{ removed: number }> {
   const snapshot = await loadSnapshot(ctx, event);
   const facts = providerFacts(snapshot.provider);
-  const ours: KubernetesObject[] = [
-    ...renderCcm(snapshot, 0).reverse(),
-    {
-      apiVersion: 'coordination.k8s.io/v1',
-      kind: 'Lease',
-      metadata: { name: facts.leaseName, namespace: facts.namespace },
-    },
-  ];
+  // The CCM's Lease carries no label (its processes made it), but it is the CCM's own, by its name.
+  const lease = {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: { name: facts.leaseName, namespace: facts.namespace },
+  };
   // kubeadm-config first: one the operator left unreadable fails the step before anything is deleted.
   if (
     snapshot.kubeadmClusterConfiguration !== undefined &&
@@ -247,9 +246,16 @@ export async function removeCcm(event: RestoreEvent, ctx: StepContext): Promise<
     });
   }
   let removed = 0;
-  for (const obj of ours) if (await deleteIfPresent(ctx, obj)) removed += 1;
+  const leftAlone: string[] = [];
+  for (const obj of renderCcm(snapshot, 0).reverse()) {
+    const how = await deleteIfOurs(ctx.clients, obj);
+    if (how === 'deleted') removed += 1;
+    if (how === 'not ours') leftAlone.push(describeObject(obj));
+  }
+  if (await deleteIfPresent(ctx, lease)) removed += 1;
   if (await releaseAgentCode(ctx)) removed += 1;
-  ctx.progress({ step: 'remove-ccm', message: `${removed} object(s) of ccm-migrate removed` });
+  const kept = leftAlone.length ? `; left alone, not created by ccm-migrate: ${leftAlone.join(', ')}` : '';
+  ctx.progress({ step: 'remove-ccm', message: `${removed} object(s) of ccm-migrate removed${kept}` });
   return { removed };
 }
 

@@ -43,6 +43,12 @@ export const UpgradeOptionsSchema = z.object({
    * the way back) uses. Upgrades only: a downgrade renders the CCM as its upgrade recorded it.
    */
   images: ImageOverridesSchema.optional(),
+  /**
+   * Take over CCM objects of the names the upgrade applies that ccm-migrate did not create (no
+   * app.kubernetes.io/managed-by: ccm-migrate): they become ours, and the way back deletes them. Absent:
+   * preflight refuses a cluster that has any. Upgrades only.
+   */
+  adopt: z.boolean().optional(),
 });
 export type UpgradeOptions = z.infer<typeof UpgradeOptionsSchema>;
 
