@@ -99,11 +99,22 @@ export interface ClusterStore {
 /** How many past events a watch can start from; older resourceVersions get 410 Gone, as after compaction. */
 const HISTORY_LIMIT = 20_000;
 
-function objectKey(namespace: string | undefined, name: string): string {
+/** A bucket's key of an object: `namespace/name`, or the name of a cluster-scoped one. */
+export function objectKey(namespace: string | undefined, name: string): string {
   return namespace ? `${namespace}/${name}` : name;
 }
 
-function deepFreeze<T>(value: T): T {
+/** Objects of one type's bucket, optionally in one namespace, ordered by namespace then name (as etcd keys are). */
+export function listBucket(
+  bucket: ReadonlyMap<string, KubeObject>,
+  namespace: string | undefined,
+): readonly KubeObject[] {
+  const prefix = namespace ? `${namespace}/` : undefined;
+  const keys = [...bucket.keys()].filter((k) => !prefix || k.startsWith(prefix)).sort();
+  return keys.map((k) => bucket.get(k) as KubeObject);
+}
+
+export function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value);
     for (const v of Object.values(value)) deepFreeze(v);
@@ -167,12 +178,8 @@ export class ObjectStore implements ClusterStore {
     return obj;
   }
 
-  /** Objects of a type, optionally in one namespace, ordered by namespace then name (as etcd keys are). */
   list(key: string, namespace?: string): ListResult {
-    const bucket = this.#bucket(key);
-    const prefix = namespace ? `${namespace}/` : undefined;
-    const keys = [...bucket.keys()].filter((k) => !prefix || k.startsWith(prefix)).sort();
-    return { items: keys.map((k) => bucket.get(k) as KubeObject), resourceVersion: String(this.#revision) };
+    return { items: listBucket(this.#bucket(key), namespace), resourceVersion: String(this.#revision) };
   }
 
   create(key: string, input: KubeObject): KubeObject {

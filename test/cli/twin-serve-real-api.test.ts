@@ -4,7 +4,7 @@
  * kubeconfig it writes; and the ways a start goes wrong (a port taken, no binaries, an etcd that will not
  * start, a control plane that can never come up), each one line and nothing left running.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   chmodSync,
@@ -26,58 +26,19 @@ import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { builtApiServers, ETCD_VERSION, kubeCacheDir } from '../../lib/twin/real/binaries.ts';
 import { loadTwinSpec, nodeNames } from '../../lib/twin/spec.ts';
 import { realApiRuns } from '../real-api.ts';
+import { BIN, commandProcesses } from './cli-process.ts';
 
 const run = promisify(execFile);
-const BIN = fileURLToPath(new URL('../../bin/ccm-migrate.js', import.meta.url));
 const EXAMPLES = fileURLToPath(new URL('../../assets/twins/', import.meta.url));
 const GCP_MINI = fileURLToPath(new URL('../fixtures/twins/gcp-mini.yaml', import.meta.url));
 const KUBECTL = '/usr/bin/kubectl';
 
 let dir: string | undefined;
-let child: ChildProcess | undefined;
+const { startUntil, runToEnd: failing } = commandProcesses();
 afterEach(async () => {
-  child?.kill('SIGKILL');
-  child = undefined;
   if (dir) await rm(dir, { recursive: true, force: true });
   dir = undefined;
 });
-
-interface Served {
-  out(): string;
-  readonly exit: Promise<number>;
-}
-
-/** Start `ccm-migrate …`; resolves once `marker` is in its output, rejects if it exits first. */
-function startUntil(args: string[], marker: string, env: NodeJS.ProcessEnv = process.env): Promise<Served> {
-  const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
-  child = proc;
-  let out = '';
-  const exit = new Promise<number>((resolve) => proc.on('exit', (code) => resolve(code ?? -1)));
-  return new Promise((resolve, reject) => {
-    const seen = (chunk: Buffer): void => {
-      out += chunk.toString();
-      if (out.includes(marker)) resolve({ out: () => out, exit });
-    };
-    proc.stdout.on('data', seen);
-    proc.stderr.on('data', seen);
-    exit.then((code) => reject(new Error(`exited ${code} before "${marker}":\n${out}`)));
-  });
-}
-
-/** A command that must fail: its exit code and output. */
-async function failing(args: string[], env: NodeJS.ProcessEnv = process.env) {
-  const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
-  child = proc;
-  let out = '';
-  proc.stdout.on('data', (c: Buffer) => {
-    out += c.toString();
-  });
-  proc.stderr.on('data', (c: Buffer) => {
-    out += c.toString();
-  });
-  const code = await new Promise<number>((resolve) => proc.on('exit', (c) => resolve(c ?? -1)));
-  return { code, out };
-}
 
 /** Processes whose command line names this directory (the etcd and kube-apiserver of a twin in it). */
 async function processesIn(where: string): Promise<string[]> {
@@ -198,7 +159,7 @@ describe.runIf(realApiRuns())('ccm-migrate twin serve --real-api', () => {
         expect(new Map([...now].filter(([f]) => start.has(f)))).toEqual(start);
       }
       expect(cloudControllerViolations(stateDir, upgradeStarted)).toEqual([]);
-      child?.kill('SIGTERM');
+      served.process.kill('SIGTERM');
       expect(await served.exit).toBe(0);
       expect(await processesIn(stateDir)).toEqual([]);
     },

@@ -2,7 +2,7 @@
  * `ccm-migrate twin serve` as a user runs it: a child process that writes a kubeconfig once the twin
  * answers, serves kubectl, and stops cleanly on SIGTERM; bad input gets one clear line and exit code 2.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -10,38 +10,18 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
+import { BIN, commandProcesses } from './cli-process.ts';
 
 const run = promisify(execFile);
-const BIN = fileURLToPath(new URL('../../bin/ccm-migrate.js', import.meta.url));
 const SPEC = fileURLToPath(new URL('../fixtures/twins/aws-mini.yaml', import.meta.url));
 const KUBECTL = '/usr/bin/kubectl';
 
 let dir: string | undefined;
-let child: ChildProcess | undefined;
+const { startUntil } = commandProcesses();
 afterEach(async () => {
-  child?.kill('SIGKILL');
-  child = undefined;
   if (dir) await rm(dir, { recursive: true, force: true });
   dir = undefined;
 });
-
-/** Start the command; resolves with its output so far once `marker` appears in stdout. */
-function startUntil(args: string[], marker: string): Promise<{ out: () => string; exit: Promise<number> }> {
-  const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  child = proc;
-  let out = '';
-  const exit = new Promise<number>((resolve) => proc.on('exit', (code) => resolve(code ?? -1)));
-  return new Promise((resolve, reject) => {
-    proc.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes(marker)) resolve({ out: () => out, exit });
-    });
-    proc.stderr.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-    });
-    exit.then((code) => reject(new Error(`exited ${code} before "${marker}":\n${out}`)));
-  });
-}
 
 describe('ccm-migrate twin serve', () => {
   it('serves a twin that kubectl reaches through the written kubeconfig, and stops on SIGTERM', async () => {
@@ -55,7 +35,7 @@ describe('ccm-migrate twin serve', () => {
       const { stdout } = await run(KUBECTL, ['--kubeconfig', kubeconfig, 'get', 'nodes', '-o', 'name']);
       expect(stdout.trim().split('\n').sort()).toEqual(['node/cp-1', 'node/worker-1', 'node/worker-2']);
     }
-    child?.kill('SIGTERM');
+    served.process.kill('SIGTERM');
     expect(await served.exit).toBe(0);
     expect(served.out()).toContain('twin stopped');
   });

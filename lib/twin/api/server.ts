@@ -5,7 +5,6 @@
  * availability, injected faults and latency, counting, and the Status answer to any failure.
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { TwinContext } from '../context.ts';
 import { typeKey } from '../resources.ts';
 import type { ObjectStore } from '../store.ts';
@@ -32,6 +31,7 @@ import {
   updateObject,
   type VerbRequest,
 } from './handlers.ts';
+import { listen } from './listen.ts';
 import { openApi } from './openapi.ts';
 import { sendJson, sendStatus, sendText } from './respond.ts';
 import { type ApiVerb, parseRoute, pathNotFound, type ResourceRoute } from './route.ts';
@@ -200,16 +200,9 @@ export async function startApiServer(opts: {
     });
   });
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-  const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
-  address = `${hostForUrl}:${port}`;
+  const bound = await listen(server, opts.port, opts.host);
+  const { port } = bound;
+  address = bound.address;
 
   const endWatches = () => {
     for (const w of watches) w.end();

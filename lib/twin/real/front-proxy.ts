@@ -12,9 +12,10 @@
 import type http from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { RequestLedger, requestFault } from '../api/front-door.ts';
+import { listen } from '../api/listen.ts';
 import { sendStatus } from '../api/respond.ts';
 import type { ApiServer } from '../api/server.ts';
 import type { TwinContext } from '../context.ts';
@@ -145,23 +146,15 @@ export async function startFrontProxy(opts: {
       });
     },
   );
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
+  const { port, address } = await listen(server, opts.port, opts.host);
   const outageCheck = setInterval(() => {
     if (inFlight.size > 0 && !apiAvailable()) for (const s of inFlight) s.destroy();
   }, OUTAGE_CHECK_MS);
   outageCheck.unref();
 
   let closed: Promise<void> | undefined;
-  const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
   return {
-    url: `https://${hostForUrl}:${port}`,
+    url: `https://${address}`,
     port,
     stats: () => ledger.stats(),
     close: () => {

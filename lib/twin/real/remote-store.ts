@@ -10,16 +10,19 @@
  * cache needs to drop a watch event older than what a write already brought.
  */
 import https from 'node:https';
-import { StatusError, type StatusReason } from '../errors.ts';
+import { notFound, StatusError, type StatusReason } from '../errors.ts';
 import { RESOURCE_TYPES, type ResourceType, resourceType, typeKey } from '../resources.ts';
-import type {
-  ClusterStore,
-  DeleteOptions,
-  KubeObject,
-  ListResult,
-  StoreEvent,
-  StoreListener,
-  WatchEventType,
+import {
+  type ClusterStore,
+  type DeleteOptions,
+  deepFreeze,
+  type KubeObject,
+  type ListResult,
+  listBucket,
+  objectKey,
+  type StoreEvent,
+  type StoreListener,
+  type WatchEventType,
 } from '../store.ts';
 import { type ClientTls, SyncHttpClient, type SyncResponse } from './sync-http.ts';
 import { threeWayMerge } from './three-way-merge.ts';
@@ -31,20 +34,8 @@ const TOMBSTONES = 50_000;
 /** Pause before a watch that ended is opened again. */
 const REWATCH_DELAY_MS = 100;
 
-function objectKey(namespace: string | undefined, name: string): string {
-  return namespace ? `${namespace}/${name}` : name;
-}
-
 function rvOf(obj: KubeObject): number {
   return Number(obj.metadata.resourceVersion ?? 0);
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
-  }
-  return value;
 }
 
 /** The REST path of a type's collection, or of one object (and its subresource). */
@@ -127,15 +118,12 @@ export class RemoteStore implements ClusterStore {
 
   get(key: string, namespace: string | undefined, name: string): KubeObject {
     const obj = this.tryGet(key, namespace, name);
-    if (!obj) throw statusError({ status: 404, body: '' }, `${key} ${name} not found`);
+    if (!obj) throw notFound(resourceType(key), name);
     return obj;
   }
 
   list(key: string, namespace?: string): ListResult {
-    const bucket = this.#bucket(key);
-    const prefix = namespace ? `${namespace}/` : undefined;
-    const keys = [...bucket.keys()].filter((k) => !prefix || k.startsWith(prefix)).sort();
-    return { items: keys.map((k) => bucket.get(k) as KubeObject), resourceVersion: String(this.#revision) };
+    return { items: listBucket(this.#bucket(key), namespace), resourceVersion: String(this.#revision) };
   }
 
   subscribe(listener: StoreListener): () => void {
