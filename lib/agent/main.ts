@@ -32,20 +32,37 @@ export const RESTART_KUBELET_COMMAND: readonly string[] = [
   'kubelet',
 ];
 
-export type RunCommand = (command: readonly string[]) => Promise<void>;
+/**
+ * The host's name as its kubelet reads it (uname's nodename): from the host's UTS namespace, since the
+ * Job's pod has a name of its own.
+ */
+export const HOSTNAME_COMMAND: readonly string[] = [
+  'nsenter',
+  '--target',
+  '1',
+  '--uts',
+  '--',
+  'cat',
+  '/proc/sys/kernel/hostname',
+];
 
-const runCommand: RunCommand = async ([file, ...args]) => {
-  await promisify(execFile)(file as string, args, { timeout: 120_000 });
-};
+/** Run a command; its standard output. */
+export type RunCommand = (command: readonly string[]) => Promise<string>;
 
-async function answer(env: NodeJS.ProcessEnv): Promise<AgentResult> {
+const runCommand: RunCommand = async ([file, ...args]) =>
+  (await promisify(execFile)(file as string, args, { timeout: 120_000 })).stdout;
+
+async function answer(env: NodeJS.ProcessEnv, run: RunCommand): Promise<AgentResult> {
   let request: unknown;
   try {
     request = JSON.parse(env[AGENT_REQUEST_ENV] ?? '');
   } catch {
     return failure('unknown', `invalid agent request: ${AGENT_REQUEST_ENV} is not set to JSON`);
   }
-  return runAgent(request, { hostRoot: env[HOST_ROOT_ENV] ?? '/host' });
+  return runAgent(request, {
+    hostRoot: env[HOST_ROOT_ENV] ?? '/host',
+    hostname: async () => (await run(HOSTNAME_COMMAND)).trim(),
+  });
 }
 
 /** Run the request of `env`; the process exit code: 0 when the answer is ok. */
@@ -54,7 +71,7 @@ export async function agentMain(
   run: RunCommand = runCommand,
 ): Promise<number> {
   const log = env[TERMINATION_LOG_ENV] ?? '/dev/termination-log';
-  let result = await answer(env);
+  let result = await answer(env, run);
   await writeFile(log, JSON.stringify(result));
   if (result.restartKubelet) {
     try {

@@ -56,7 +56,18 @@ export const SetFlagsRequestSchema = z.object({
    * already given (or in kubeadm-flags.env when nowhere) and removed from every source. The kubelet is
    * restarted after the agent exits when a source changed.
    */
-  kubelet: z.object({ flags: FlagChanges.default({}), featureGates: GateChanges.default({}) }).optional(),
+  kubelet: z
+    .object({
+      flags: FlagChanges.default({}),
+      featureGates: GateChanges.default({}),
+      /**
+       * The Node this kubelet is registered as. Off the in-tree provider a kubelet names itself after
+       * --hostname-override or its host (lowercased): where that is another name, the change pins this one
+       * with --hostname-override (restoring the run's backups takes it out again).
+       */
+      keepNodeName: z.string().min(1).optional(),
+    })
+    .optional(),
 });
 
 export const RestartKubeletRequestSchema = z.object({
@@ -141,6 +152,11 @@ export const AgentResultSchema = z.object({
    * when it names none, and then no copy is needed.
    */
   credentialsSecret: z.object({ name: z.string(), namespace: z.string() }).optional(),
+  /**
+   * inspect: what a kubelet off the in-tree provider would name its Node after: the host's own name and
+   * the --hostname-override its flag sources give, if any.
+   */
+  host: z.object({ hostname: z.string(), hostnameOverride: z.string().optional() }).optional(),
   /** inspect with backupsOf: per path that run backed up, the original's sha256 (null: it did not exist). */
   backups: z.record(z.string(), z.string().nullable()).optional(),
   error: z.string().optional(),

@@ -19,6 +19,8 @@ import {
 export interface AgentEnvironment {
   /** Where the host's `/` is mounted. */
   readonly hostRoot: string;
+  /** The host's own name (its UTS name), which a kubelet without an in-tree provider may register as. */
+  readonly hostname: () => Promise<string>;
 }
 
 /** Appended to a diff cut short: a `\` line, which patch tools read as a remark. */

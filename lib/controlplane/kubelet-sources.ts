@@ -121,6 +121,21 @@ export function effectiveKubeletFlags(files: KubeletFiles): Map<string, string> 
   return flags;
 }
 
+/** The --hostname-override these files give the kubelet, if any. */
+export function hostnameOverrideOf(files: KubeletFiles): string | undefined {
+  const args = KUBELET_FLAG_SOURCES.flatMap((s) => readEnvArgs(files[s.path] ?? '', s.variable));
+  return parseFlags(args).get('hostname-override');
+}
+
+/**
+ * The Node name of a kubelet off the in-tree provider (cmd/kubelet/app/server.go, nodeutil.GetHostname):
+ * --hostname-override, else the host's name, trimmed and lowercased. In-tree AWS and OpenStack named it
+ * after the instance instead, so the two can differ once the provider is external.
+ */
+export function externalNodeName(hostname: string, hostnameOverride: string | undefined): string {
+  return (hostnameOverride?.trim() || hostname).trim().toLowerCase();
+}
+
 /**
  * Apply list edits to the words of a variable's value, keeping the whitespace between the words that stay
  * (systemd splits an unbraced `$VAR` at whitespace, so only the words matter to the kubelet).

@@ -123,7 +123,7 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
       runId,
       dryRun: true,
       staticPods: controlPlane ? [...TO_EXTERNAL_STATIC_PODS] : [],
-      kubelet: TO_EXTERNAL_KUBELET,
+      kubelet: { ...TO_EXTERNAL_KUBELET, keepNodeName: node },
     });
     for (const f of result.files) {
       if (f.changed) files.push({ node, path: f.path, diff: f.diff ?? '(diff not available)' });

@@ -62,7 +62,7 @@ export async function flipKubelet(event: NodeEvent, ctx: StepContext): Promise<{
   const result = await ctx.agent(event.node, {
     op: 'set-flags',
     runId: event.runId,
-    kubelet: TO_EXTERNAL_KUBELET,
+    kubelet: { ...TO_EXTERNAL_KUBELET, keepNodeName: event.node },
   });
   ctx.progress({
     step: 'flip-kubelet',

@@ -5,6 +5,7 @@
 import type { V1Node } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import type { FileReport } from '../agent/protocol.ts';
+import { externalNodeName } from '../controlplane/kubelet-sources.ts';
 import { translatedCloudConfigPath } from '../controlplane/openstack-cloud-config.ts';
 import { AgentFailedError, PreflightFailedError } from '../errors.ts';
 import { call } from '../kube/errors.ts';
@@ -71,10 +72,11 @@ async function inspectNodes(
   runId: string,
   nodes: readonly V1Node[],
   backupsOf: string | undefined,
-): Promise<{ files: Files; backups: BackupDigests }> {
+): Promise<{ files: Files; backups: BackupDigests; renamed: Record<string, string> }> {
   const limit = pLimit(INSPECT_CONCURRENCY);
   const files: Files = {};
   const backups: BackupDigests = {};
+  const renamed: Record<string, string> = {};
   await Promise.all(
     nodes.map((node) =>
       limit(async () => {
@@ -88,11 +90,13 @@ async function inspectNodes(
         });
         files[name] = result.files;
         if (result.backups) backups[name] = result.backups;
+        const external = result.host && externalNodeName(result.host.hostname, result.host.hostnameOverride);
+        if (external && external !== name) renamed[name] = external;
         ctx.progress({ step: 'preflight', node: name, message: 'inspected' });
       }),
     ),
   );
-  return { files, backups };
+  return { files, backups, renamed };
 }
 
 /**
@@ -384,6 +388,11 @@ export interface ClusterExamination {
   readonly cloudConfigCopies?: CloudConfigTranslationPlan['copies'];
   /** What the run named by `backupsOf` backed up on each node (a downgrade's way back). */
   readonly backups: BackupDigests;
+  /**
+   * Nodes whose kubelet would register as another Node once off the in-tree provider (by node: that
+   * name, its host's or an override the provider ignored): the flip pins --hostname-override to keep it.
+   */
+  readonly renamedOffInTree: Record<string, string>;
 }
 
 export type ExamineContext = Pick<StepContext, 'clients' | 'agent' | 'progress' | 'waitMs' | 'pollMs'>;
@@ -418,7 +427,7 @@ export async function examineCluster(
       'no node is labelled node-role.kubernetes.io/control-plane: not a kubeadm-style cluster',
     );
   }
-  const { files, backups } = await inspectNodes(ctx, runId, nodes, opts.backupsOf);
+  const { files, backups, renamed } = await inspectNodes(ctx, runId, nodes, opts.backupsOf);
   refuseUnreadable(files, controlPlaneNodes);
   const provider = chooseProvider(nodes, files, options.provider);
   checkImageOverrides(provider, options.images);
@@ -444,8 +453,16 @@ export async function examineCluster(
     inTreeLeft: left,
     externalAlready: externalAlready(files),
     awaitingCcm: awaiting.map(nodeName),
+    renamedOffInTree: renamed,
     backups,
   };
+}
+
+/** The nodes whose Node name the flip pins, in words (progress output, plan); undefined when none. */
+export function pinNote(exam: Pick<ClusterExamination, 'renamedOffInTree'>): string | undefined {
+  const pins = Object.entries(exam.renamedOffInTree).map(([node, other]) => `${node} (else ${other})`);
+  if (pins.length === 0) return undefined;
+  return `--hostname-override keeps the Node name of ${pins.length} kubelet(s) whose host names another: ${listOf(pins, 5)}`;
 }
 
 /** What the run does on a cluster external from birth, in words (progress output, plan); undefined elsewhere. */
@@ -593,6 +610,7 @@ export async function preflight(
       : [
           `${exam.provider} ${exam.kubernetesVersion}, ${exam.nodes.length} nodes`,
           installNote(exam),
+          pinNote(exam),
           leaderMigration.reason,
         ]
           .filter(Boolean)

@@ -38,10 +38,17 @@ it('runs under node, outside the repository, through a symlink as a ConfigMap mo
   await writeFile(path.join(dir, 'opt/..data/agent.mjs'), await agentBundle());
   await promisify(execFile)('ln', ['-s', '..data/agent.mjs', path.join(dir, 'opt/agent.mjs')]);
 
+  // nsenter into PID 1's namespaces needs root: this one records its arguments and runs the command.
+  await mkdir(path.join(dir, 'bin'));
+  const nsenter =
+    '#!/bin/sh\necho "$@" >> "$0.calls"\nwhile [ "$1" != -- ]; do shift; done\nshift\nexec "$@"\n';
+  await writeFile(path.join(dir, 'bin/nsenter'), nsenter, { mode: 0o755 });
+
   const started = Date.now();
   await promisify(execFile)(process.execPath, [path.join(dir, 'opt/agent.mjs')], {
     cwd: dir,
     env: {
+      PATH: `${path.join(dir, 'bin')}:${process.env.PATH}`,
       [HOST_ROOT_ENV]: path.join(dir, 'host'),
       [TERMINATION_LOG_ENV]: path.join(dir, 'termination-log'),
       [AGENT_REQUEST_ENV]: JSON.stringify({ op: 'inspect', runId: 'r', paths: [KAS] }),
@@ -54,6 +61,10 @@ it('runs under node, outside the repository, through a symlink as a ConfigMap mo
   expect(result).toMatchObject({
     ok: true,
     files: [{ path: KAS, kind: 'static-pod', flags: { 'cloud-provider': 'aws' } }],
+    host: { hostname: (await readFile('/proc/sys/kernel/hostname', 'utf8')).trim() },
   });
+  expect(await readFile(path.join(dir, 'bin/nsenter.calls'), 'utf8')).toBe(
+    '--target 1 --uts -- cat /proc/sys/kernel/hostname\n',
+  );
   expect(elapsed).toBeLessThan(5000);
 });

@@ -9,6 +9,7 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import {
   agentMain,
   HOST_ROOT_ENV,
+  HOSTNAME_COMMAND,
   RESTART_KUBELET_COMMAND,
   TERMINATION_LOG_ENV,
 } from '../../lib/agent/main.ts';
@@ -44,6 +45,7 @@ it('writes the answer to the termination log, then restarts the kubelet from the
     commands.push(command);
     // The answer is already on disk when the kubelet goes down.
     expect((await answer()).changed).toBe(true);
+    return '';
   });
   expect(code).toBe(0);
   expect(commands).toEqual([RESTART_KUBELET_COMMAND]);
@@ -51,13 +53,16 @@ it('writes the answer to the termination log, then restarts the kubelet from the
   expect(await readFile(path.join(dir, 'host', FLAGS_ENV), 'utf8')).toContain('--cloud-provider=external');
 });
 
-it('does not restart the kubelet when nothing asks for it', async () => {
+it('does not restart the kubelet when nothing asks for it, and reads the host’s name from its UTS namespace', async () => {
   const commands: (readonly string[])[] = [];
   const inspect = JSON.stringify({ op: 'inspect', runId: 'r' });
-  expect(await agentMain({ ...env, [AGENT_REQUEST_ENV]: inspect }, async (c) => void commands.push(c))).toBe(
-    0,
-  );
-  expect(commands).toEqual([]);
+  const run = async (c: readonly string[]) => {
+    commands.push(c);
+    return 'IP-10-0-1-10\n';
+  };
+  expect(await agentMain({ ...env, [AGENT_REQUEST_ENV]: inspect }, run)).toBe(0);
+  expect(commands).toEqual([HOSTNAME_COMMAND]);
+  expect(await answer()).toMatchObject({ host: { hostname: 'IP-10-0-1-10' } });
   expect((await answer()).files.map((f) => f.path)).toEqual([FLAGS_ENV]);
 });
 

@@ -46,6 +46,8 @@ const UPGRADE: AgentRequest = {
 };
 
 let root: string;
+/** The host's own name, as its UTS namespace gives it. */
+let hostname: string;
 const hostPath = (file: string): string => path.join(root, file);
 const read = (file: string): Promise<string> => readFile(hostPath(file), 'utf8');
 const exists = (file: string): Promise<boolean> =>
@@ -61,6 +63,7 @@ async function put(file: string, text: string): Promise<void> {
 
 beforeEach(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'ccm-migrate-agent-'));
+  hostname = 'ip-10-0-1-10';
   for (const file of NODE_FILES) {
     const text = await readFile(new URL(file.slice(1), HOSTS), 'utf8');
     await put(file, text.replaceAll('{{nodeIP}}', '10.0.1.10'));
@@ -71,7 +74,8 @@ afterEach(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-const run = (request: unknown): Promise<AgentResult> => runAgent(request, { hostRoot: root });
+const run = (request: unknown): Promise<AgentResult> =>
+  runAgent(request, { hostRoot: root, hostname: async () => hostname });
 const fileOf = (result: AgentResult, file: string) => result.files.find((f) => f.path === file);
 async function snapshot(): Promise<Record<string, string>> {
   return Object.fromEntries(await Promise.all(NODE_FILES.map(async (f) => [f, await read(f)])));
@@ -285,6 +289,47 @@ describe('set-flags and restore', () => {
       changed: false,
       files: [],
     });
+  });
+});
+
+describe('the kubelet keeps its Node name', () => {
+  const NODE = 'ip-10-0-1-10.ec2.internal';
+  const FLIP: AgentRequest = {
+    op: 'set-flags',
+    runId: 'up-1',
+    kubelet: { flags: { 'cloud-provider': 'external' }, keepNodeName: NODE },
+  };
+  const override = async () => /--hostname-override=(\S+)/.exec(await read(FLAGS_ENV))?.[1];
+
+  it('inspect reports the host’s name and any --hostname-override', async () => {
+    expect((await run({ op: 'inspect', runId: 'r' })).host).toEqual({ hostname: 'ip-10-0-1-10' });
+    await put(DEFAULTS, 'KUBELET_EXTRA_ARGS="--hostname-override=Worker-1 "\n');
+    expect((await run({ op: 'inspect', runId: 'r' })).host).toEqual({
+      hostname: 'ip-10-0-1-10',
+      hostnameOverride: 'Worker-1',
+    });
+  });
+
+  it('pins --hostname-override where the host’s name is not the Node’s; again changes nothing; restore takes it out', async () => {
+    const before = await read(FLAGS_ENV);
+    expect(await run(FLIP)).toMatchObject({ ok: true, changed: true });
+    expect(await override()).toBe(NODE);
+    expect(await run(FLIP)).toMatchObject({ ok: true, changed: false });
+    expect(await run({ op: 'restore', runId: 'up-1' })).toMatchObject({ ok: true, changed: true });
+    expect(await read(FLAGS_ENV)).toBe(before);
+  });
+
+  it('adds nothing where the host names the Node already (the kubelet lowercases it)', async () => {
+    hostname = ' IP-10-0-1-10.EC2.Internal\n';
+    expect(await run(FLIP)).toMatchObject({ ok: true, changed: true });
+    expect(await override()).toBeUndefined();
+  });
+
+  it('replaces an override that would name another Node (in-tree AWS ignored it)', async () => {
+    await put(DEFAULTS, 'KUBELET_EXTRA_ARGS="--hostname-override=worker-1"\n');
+    expect(await run(FLIP)).toMatchObject({ ok: true, changed: true });
+    expect(await read(DEFAULTS)).toContain(`--hostname-override=${NODE}`);
+    expect(await override()).toBeUndefined();
   });
 });
 

@@ -12,20 +12,13 @@ import { SnapshotSchema } from '../../lib/steps/snapshot.ts';
 import { LocalRunStore } from '../../lib/store/local-store.ts';
 import { apiServersUnderTest } from '../real-api.ts';
 import { FIXTURES, fixtureSpec } from '../twin/running-twin.ts';
-import { type E2E, nodeFiles, startE2E } from './harness.ts';
+import { type E2E, nodeFiles, originalsOnly, startE2E } from './harness.ts';
 
 let e2e: E2E | undefined;
 afterEach(async () => {
   await e2e?.stop();
   e2e = undefined;
 });
-
-/** Node files as they were at the start: what a way back must give back byte for byte. */
-function originalsOnly(files: Map<string, string>, start: Map<string, string>): Map<string, string> {
-  return new Map(
-    [...files].filter(([file]) => start.has(file)).map(([file, v]) => [file, v.split(' ')[0] ?? '']),
-  );
-}
 
 async function clusterObjects(e: E2E): Promise<Record<string, unknown>> {
   const { t } = e;

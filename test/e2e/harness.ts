@@ -77,6 +77,13 @@ export async function nodeFiles(t: TestTwin): Promise<Map<string, string>> {
   return out;
 }
 
+/** Node files as they were at the start: what a way back must give back byte for byte. */
+export function originalsOnly(files: Map<string, string>, start: Map<string, string>): Map<string, string> {
+  return new Map(
+    [...files].filter(([file]) => start.has(file)).map(([file, v]) => [file, v.split(' ')[0] ?? '']),
+  );
+}
+
 /** Wait until no CCM pod is left on the twin (scaled to zero, staged on no node, or deleted). */
 export async function ccmPodsGone(t: TestTwin): Promise<void> {
   await eventually(

@@ -3,6 +3,7 @@
  * with re-read flags, a node that never returns, and a kubelet that refuses its own flags.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { parseTwinSpec, type TwinSpec } from '../../lib/twin/spec.ts';
 import {
   condition,
   type Harness,
@@ -157,6 +158,62 @@ describe('kubelet restarts', () => {
     h.faults.clear('nodeNeverReturns');
     await h.nodes.restartKubelet('worker-2');
     await waitFor(() => isReady(h?.node('worker-2')), 'worker-2 back once the fault is gone');
+  });
+});
+
+describe('the name a kubelet registers as', () => {
+  const hostnamed = (overrides: Partial<TwinSpec> = {}) =>
+    miniSpec({ overrides: { ...overrides } }).then((spec) =>
+      parseTwinSpec({
+        ...spec,
+        nodeGroups: spec.nodeGroups.map((g) => ({ ...g, hostname: 'IP-{ip-dashed}' })),
+      }),
+    );
+
+  it('off in-tree AWS takes its host’s name, lowercased: a second Node registers and its own goes silent', async () => {
+    h = await startHarness(await hostnamed());
+    expect(h.nodes.kubelet('worker-1')).toMatchObject({ ready: true, registeredAs: 'worker-1' });
+    const host = h.cloud.placement('worker-1')?.hostname.toLowerCase() as string;
+    await h.write('worker-1', KUBELET_FLAGS, 'KUBELET_KUBEADM_ARGS="--cloud-provider=external"\n');
+    await h.nodes.restartKubelet('worker-1');
+    await waitFor(() => h?.node(host), `a Node named ${host}`);
+    expect(h.nodes.kubelet('worker-1')).toMatchObject({ ready: false, registeredAs: host });
+    expect(isReady(h.node('worker-1'))).toBe(false);
+    expect(isReady(h.node(host))).toBe(true);
+    expect(taintKeys(h.node(host))).toContain(UNINITIALIZED);
+  });
+
+  it('keeps its Node under --hostname-override, and comes back to it when pinned again', async () => {
+    h = await startHarness(await hostnamed());
+    const external = 'KUBELET_KUBEADM_ARGS="--cloud-provider=external --hostname-override=worker-1"\n';
+    await h.write('worker-1', KUBELET_FLAGS, external);
+    await h.nodes.restartKubelet('worker-1');
+    await waitFor(() => h?.nodes.kubelet('worker-1').ready, 'worker-1 back');
+    expect(h.nodes.kubelet('worker-1').registeredAs).toBe('worker-1');
+    expect(
+      await h.nodes.join('worker', { files: { [KUBELET_FLAGS]: external.replace('worker-1', 'worker-3') } }),
+    ).toBe('worker-3');
+    await expect(
+      h.nodes.join('worker', {
+        files: { [KUBELET_FLAGS]: 'KUBELET_KUBEADM_ARGS="--cloud-provider=external"\n' },
+      }),
+    ).rejects.toThrow(
+      /node worker-4: its kubelet would register as ip-10-0-0-\d+ \(its host is IP-10-0-0-\d+\)/,
+    );
+  });
+
+  it('refuses a spec whose hosts would register other Nodes from the start (in-tree GCE names a Node after its host)', async () => {
+    const gce = await hostnamed();
+    const spec = parseTwinSpec({ ...gce, cloud: { ...gce.cloud, provider: 'gce' } });
+    const files = (g: (typeof spec.nodeGroups)[number]) => ({
+      ...g.files,
+      [KUBELET_FLAGS]: 'KUBELET_KUBEADM_ARGS="--cloud-provider=gce"\n',
+    });
+    await expect(
+      startHarness(
+        parseTwinSpec({ ...spec, nodeGroups: spec.nodeGroups.map((g) => ({ ...g, files: files(g) })) }),
+      ),
+    ).rejects.toThrow(/its kubelet would register as ip-10-0-0-\d+ .* --hostname-override=/);
   });
 });
 

@@ -2,8 +2,8 @@
  * `inspect`: hash, size, kind and cloud flags of the asked files and of every kubelet flag source present;
  * with backupsOf, the digests of what that run backed up.
  */
-import { KUBELET_FILES } from '../../controlplane/kubelet-sources.ts';
-import { backupDigests, readHostBytes } from '../files.ts';
+import { hostnameOverrideOf, KUBELET_FILES } from '../../controlplane/kubelet-sources.ts';
+import { backupDigests, readHostBytes, readHostFile } from '../files.ts';
 import type { AgentResult, ParsedAgentRequest } from '../protocol.ts';
 import type { AgentEnvironment } from '../run.ts';
 import { describeFile } from './report.ts';
@@ -20,12 +20,16 @@ export async function inspect(
       describeFile(p, await readHostBytes(env.hostRoot, p)),
     ),
   );
+  const texts: Record<string, string | undefined> = {};
+  for (const path of KUBELET_FILES) texts[path] = await readHostFile(env.hostRoot, path);
+  const hostnameOverride = hostnameOverrideOf(texts);
   return {
     op: 'inspect',
     ok: true,
     changed: false,
     restartKubelet: false,
     files: [...asked, ...kubelet.filter((f) => f.exists)],
+    host: { hostname: await env.hostname(), ...(hostnameOverride === undefined ? {} : { hostnameOverride }) },
     ...(request.backupsOf ? { backups: await backupDigests(env.hostRoot, request.backupsOf) } : {}),
   };
 }

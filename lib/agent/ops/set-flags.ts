@@ -4,7 +4,13 @@
  * Each file changed is backed up once per run, then replaced atomically.
  */
 
-import { editKubeletSources, KUBELET_FILES } from '../../controlplane/kubelet-sources.ts';
+import {
+  editKubeletSources,
+  externalNodeName,
+  hostnameOverrideOf,
+  KUBELET_FILES,
+  type KubeletChanges,
+} from '../../controlplane/kubelet-sources.ts';
 import { editStaticPod } from '../../controlplane/static-pod.ts';
 import { InvalidInputError } from '../../errors.ts';
 import { backUpOnce, readHostFile, writeAtomically } from '../files.ts';
@@ -22,7 +28,8 @@ interface PlannedFile {
 }
 
 /** The files as they would be after the request, in request order; throws InvalidInputError naming a file. */
-async function plan(request: SetFlagsRequest, hostRoot: string): Promise<PlannedFile[]> {
+async function plan(request: SetFlagsRequest, env: AgentEnvironment): Promise<PlannedFile[]> {
+  const { hostRoot } = env;
   const pods = new Map<string, { before: string; after: string }>();
   for (const edit of request.staticPods) {
     const current = pods.get(edit.path);
@@ -41,7 +48,7 @@ async function plan(request: SetFlagsRequest, hostRoot: string): Promise<Planned
   if (request.kubelet) {
     const files: Record<string, string | undefined> = {};
     for (const path of KUBELET_FILES) files[path] = await readHostFile(hostRoot, path);
-    const edits = editKubeletSources(files, request.kubelet);
+    const edits = editKubeletSources(files, await pinnedName(request.kubelet, files, env));
     for (const path of KUBELET_FILES) {
       const after = edits[path]?.text;
       if (files[path] !== undefined || after !== undefined) {
@@ -52,10 +59,25 @@ async function plan(request: SetFlagsRequest, hostRoot: string): Promise<Planned
   return planned;
 }
 
+/**
+ * The kubelet changes, with --hostname-override set to the Node's name where the kubelet would otherwise
+ * register as another (its host's name, or an override an in-tree provider ignored).
+ */
+async function pinnedName(
+  change: NonNullable<SetFlagsRequest['kubelet']>,
+  files: Record<string, string | undefined>,
+  env: AgentEnvironment,
+): Promise<KubeletChanges> {
+  const { keepNodeName, ...changes } = change;
+  if (keepNodeName === undefined) return changes;
+  if (externalNodeName(await env.hostname(), hostnameOverrideOf(files)) === keepNodeName) return changes;
+  return { ...changes, flags: { ...changes.flags, 'hostname-override': keepNodeName } };
+}
+
 export async function setFlags(request: SetFlagsRequest, env: AgentEnvironment): Promise<AgentResult> {
   let planned: PlannedFile[];
   try {
-    planned = await plan(request, env.hostRoot);
+    planned = await plan(request, env);
   } catch (err) {
     if (err instanceof InvalidInputError) return failure('set-flags', err.message);
     throw err;

@@ -16,16 +16,22 @@ import type { KubeObject } from '../store.ts';
 import { writeHostFiles, writeJoiningHostFiles } from './host-files.ts';
 import { readKubeletStartConfig } from './kubelet-config.ts';
 import { nodeConditions, nodeLease, registeredNode } from './node-object.ts';
+import { registrationName } from './registration-name.ts';
 import { StaticPodRunner } from './static-pod-runner.ts';
 import { CONFIG_MIRROR } from './static-pods.ts';
 import { Timers } from './timers.ts';
-import { WorkloadPodRunner } from './workload-pods.ts';
+import { type PodHost, WorkloadPodRunner } from './workload-pods.ts';
 
 export interface KubeletView {
   readonly node: string;
   readonly flags: ReadonlyMap<string, string>;
   readonly ready: boolean;
   readonly restarts: number;
+  /**
+   * The Node the kubelet registered as at its last start: another name than `node` when its flags let it
+   * take its host's name (see registration-name.ts), and then `node` is left without a kubelet.
+   */
+  readonly registeredAs: string;
 }
 
 export interface JoinOptions {
@@ -77,6 +83,8 @@ interface Kubelet {
   problem: string | undefined;
   /** Bumped by each restart, so that only the latest one brings the kubelet back. */
   restartGen: number;
+  /** The Node it registered as at its last start. */
+  registeredAs: string;
 }
 
 /** Kubelets whose static pod directory one turn of the file-check loop looks at. */
@@ -98,7 +106,37 @@ function newKubelet(p: NodePlacement): Kubelet {
     staticPodPath: '',
     problem: undefined,
     restartGen: 0,
+    registeredAs: p.name,
   };
+}
+
+/** A kubelet serves its own Node (status, pods bound to it) only while registered under that name. */
+function serving(k: Kubelet): boolean {
+  return k.up && k.registeredAs === k.node;
+}
+
+/** The kubelet as the pods bound to its Node see it. */
+function podHost(k: Kubelet): PodHost {
+  return {
+    node: k.node,
+    ip: k.ip,
+    index: k.index,
+    hostname: k.placement.hostname,
+    get up() {
+      return serving(k);
+    },
+  };
+}
+
+/**
+ * The twin names its Nodes in the spec: a host whose kubelet would register under another name from its
+ * first start describes a cluster the twin cannot hold (a real one would have that other Node).
+ */
+function misnamed(k: Kubelet): string {
+  return (
+    `node ${k.node}: its kubelet would register as ${k.registeredAs} (its host is ${k.placement.hostname}), ` +
+    `not as ${k.node}: give the group --hostname-override=${k.node}, or a hostname template that names the host ${k.node}`
+  );
 }
 
 /** A joining node's extra files, checked as a spec's group files are (absolute paths, text contents). */
@@ -120,6 +158,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
 
   const groupLabels = new Map(spec.nodeGroups.map((g) => [g.name, g.labels]));
   const kubelets = new Map<string, Kubelet>(placements.map((p) => [p.name, newKubelet(p)]));
+  const hosts = new Map([...kubelets].map(([name, k]) => [name, podHost(k)]));
   const staticPods = new StaticPodRunner(ctx, timers, minor);
 
   const kubeletOf = (node: string): Kubelet => {
@@ -134,30 +173,36 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
     if (!node) return;
     const next = structuredClone(node);
     const status = (next.status ?? {}) as { conditions?: ReturnType<typeof nodeConditions> };
-    status.conditions = nodeConditions(k.up, status.conditions);
+    status.conditions = nodeConditions(serving(k), status.conditions);
     next.status = status;
     store.update('nodes', next, { subresource: 'status' });
   };
 
-  /** Registration: only a Node that does not exist yet gets the kubelet's labels, taints and cloud fields. */
+  /**
+   * Registration: only a Node that does not exist yet gets the kubelet's labels, taints and cloud fields.
+   * A kubelet registered under another name than its Node's creates and heartbeats that other Node, and
+   * its own goes Unknown.
+   */
   const register = (k: Kubelet): void => {
-    let node: KubeObject | undefined = store.tryGet('nodes', undefined, k.node);
+    const name = k.registeredAs;
+    if (name !== k.node) postStatus(k);
+    let node: KubeObject | undefined = store.tryGet('nodes', undefined, name);
     if (node) {
-      postStatus(k);
+      if (name === k.node) postStatus(k);
     } else {
       node = store.create(
         'nodes',
         registeredNode({
-          placement: k.placement,
+          placement: { ...k.placement, name },
           version: spec.kubernetesVersion,
           flags: k.flags,
           groupLabels: groupLabels.get(k.placement.group) ?? {},
-          instance: cloud.instanceFor(k.node),
+          instance: cloud.instanceFor(name),
         }),
       );
     }
     const lease = nodeLease(node);
-    const existing = store.tryGet('leases.coordination.k8s.io', 'kube-node-lease', k.node);
+    const existing = store.tryGet('leases.coordination.k8s.io', 'kube-node-lease', name);
     if (existing)
       store.update('leases.coordination.k8s.io', { ...structuredClone(existing), spec: lease.spec });
     else store.create('leases.coordination.k8s.io', lease);
@@ -167,7 +212,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
     ctx,
     timers,
     minor,
-    host: (node) => kubelets.get(node),
+    host: (node) => hosts.get(node),
     restartKubelet: (node) => restartKubelet(node),
     // The real file source watches its directory with inotify (pkg/kubelet/config/file_linux.go) and
     // relists only as a fallback: a manifest the agent rewrote is seen at once, not at the next poll.
@@ -192,11 +237,14 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
     k.staticPodPath = config.staticPodPath;
     k.problem = config.problem ?? cloudFlagProblem('kubelet', spec.kubernetesVersion, config.flags);
     if (k.problem) return;
+    k.registeredAs = registrationName(k.placement, config.flags);
+    if (initial && k.registeredAs !== k.node) throw new InvalidInputError(misnamed(k));
     k.up = true;
     register(k);
     staticPods.sync(k, initial);
     if (!initial) staticPods.ensureMirrors(k);
-    pods.resume(k);
+    const host = hosts.get(k.node);
+    if (host && serving(k)) pods.resume(host);
   };
 
   const restartKubelet = async (node: string): Promise<void> => {
@@ -223,9 +271,16 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
   });
 
   const all = [...kubelets.values()];
-  for (let i = 0; i < all.length; i += KUBELETS_PER_BATCH) {
-    for (const k of all.slice(i, i + KUBELETS_PER_BATCH)) startKubelet(k, true);
-    await new Promise((resolve) => setImmediate(resolve));
+  try {
+    for (let i = 0; i < all.length; i += KUBELETS_PER_BATCH) {
+      for (const k of all.slice(i, i + KUBELETS_PER_BATCH)) startKubelet(k, true);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  } catch (err) {
+    // A spec the twin cannot hold: nothing of the kubelets started so far may keep running.
+    timers.stop();
+    unsubscribe();
+    throw err;
   }
   for (const pod of store.list('pods').items) pods.observe('ADDED', pod);
 
@@ -266,7 +321,10 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
     const placement = cloud.addNode(freeName(group), group.name);
     writeJoiningHostFiles(ctx.stateDir, placement, files);
     const k = newKubelet(placement);
+    const name = registrationName(placement, readKubeletStartConfig(ctx.stateDir, k.node).flags);
+    if (name !== k.node) throw new InvalidInputError(misnamed({ ...k, registeredAs: name }));
     kubelets.set(k.node, k);
+    hosts.set(k.node, podHost(k));
     all.push(k);
     startKubelet(k, false);
     return k.node;
@@ -292,7 +350,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
     restartKubelet,
     kubelet: (node) => {
       const k = kubeletOf(node);
-      return { node, flags: k.flags, ready: k.up, restarts: k.restarts };
+      return { node, flags: k.flags, ready: serving(k), restarts: k.restarts, registeredAs: k.registeredAs };
     },
     join,
     stop: async () => {

@@ -24,6 +24,8 @@ export interface PodHost {
   readonly ip: string;
   /** Position of the node in the cluster: picks its pod IP range. */
   readonly index: number;
+  /** What the host calls itself: the node agent reads it as the kubelet would. */
+  readonly hostname: string;
   readonly up: boolean;
 }
 
@@ -217,6 +219,7 @@ export class WorkloadPodRunner {
     try {
       result = await runAgent(raw === undefined ? undefined : JSON.parse(raw), {
         hostRoot: nodeRoot(this.#ctx.stateDir, host.node),
+        hostname: async () => host.hostname,
       });
       message = JSON.stringify(result);
     } catch (err) {
