@@ -5,7 +5,7 @@
  * (a container named `cloud-node-manager`, Azure's DaemonSet).
  */
 import { isInTreeProvider } from '../../controlplane/cloud-flag-rules.ts';
-import { booleanFlag, parseFlags } from '../../controlplane/flags.ts';
+import { flagIsTrue, readCommandLine } from '../nodes/command-line.ts';
 import type { Provider } from '../spec.ts';
 import type { KubeObject } from '../store.ts';
 
@@ -68,7 +68,7 @@ export function controllerCandidate(pod: KubeObject, provider: Provider): Contro
     const isKcm = container.name === 'kube-controller-manager' && namespace === 'kube-system';
     if (!isKcm && container.name !== 'cloud-controller-manager') continue;
     const argv = [...(container.command ?? []), ...(container.args ?? [])];
-    const flags = parseFlags(argv);
+    const { flags } = readCommandLine(argv);
     const cloudProvider = flags.get('cloud-provider');
     if (!isKcm && cloudProvider !== provider) continue;
     const kind: ControllerKind = isKcm ? 'kube-controller-manager' : 'cloud-controller-manager';
@@ -83,8 +83,8 @@ export function controllerCandidate(pod: KubeObject, provider: Provider): Contro
       running: podReady(pod) && !pod.metadata.deletionTimestamp,
       cloudLoops,
       initialisesNodes: !isKcm && controllerEnabled(flags.get('controllers'), 'cloud-node'),
-      leaderElect: booleanFlag(flags, 'leader-elect', true),
-      leaderMigration: booleanFlag(flags, 'enable-leader-migration', false),
+      leaderElect: flagIsTrue(flags, 'leader-elect', true),
+      leaderMigration: flagIsTrue(flags, 'enable-leader-migration', false),
       concurrentNodeSyncs: syncs > 0 ? syncs : 1,
     };
   }

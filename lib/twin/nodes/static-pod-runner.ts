@@ -11,9 +11,9 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { parseFlags } from '../../controlplane/flags.ts';
 import { hostPath, type TwinContext } from '../context.ts';
 import type { KubeObject } from '../store.ts';
+import { readCommandLine } from './command-line.ts';
 import { type ContainersView, nowISO, podStatus } from './pod-status.ts';
 import {
   CONFIG_MIRROR,
@@ -225,7 +225,11 @@ export class StaticPodRunner {
       const component = containerComponent(c);
       const crash =
         component &&
-        this.#ctx.faults.crashWithout(node, component, parseFlags([...(c.command ?? []), ...(c.args ?? [])]));
+        this.#ctx.faults.crashWithout(
+          node,
+          component,
+          readCommandLine([...(c.command ?? []), ...(c.args ?? [])]).flags,
+        );
       if (crash) return crash;
     }
     return undefined;

@@ -10,8 +10,8 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { type CloudFlagComponent, cloudFlagProblem } from '../../controlplane/cloud-flag-rules.ts';
-import { parseFlags } from '../../controlplane/flags.ts';
 import type { KubeObject } from '../store.ts';
+import { readCommandLine } from './command-line.ts';
 
 export const CONFIG_HASH = 'kubernetes.io/config.hash';
 export const CONFIG_MIRROR = 'kubernetes.io/config.mirror';
@@ -86,7 +86,7 @@ function flagProblem(containers: readonly ManifestContainer[], version: string):
     const problem = cloudFlagProblem(
       component,
       version,
-      parseFlags([...(c.command ?? []), ...(c.args ?? [])]),
+      readCommandLine([...(c.command ?? []), ...(c.args ?? [])]).flags,
     );
     if (problem) return problem;
   }
