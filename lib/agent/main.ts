@@ -6,7 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import { realpathSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { failure } from './ops/report.ts';
@@ -14,6 +14,8 @@ import { AGENT_REQUEST_ENV, type AgentResult } from './protocol.ts';
 import { fitResult, runAgent } from './run.ts';
 
 export const HOST_ROOT_ENV = 'CCM_MIGRATE_AGENT_HOST_ROOT';
+/** Where the host's processes show (the pod has hostPID, so its own /proc does); moved only by tests. */
+export const PROC_ENV = 'CCM_MIGRATE_AGENT_PROC';
 export const TERMINATION_LOG_ENV = 'CCM_MIGRATE_AGENT_TERMINATION_LOG';
 
 /** systemd's kubelet, from the host's mount, UTS, IPC, network and PID namespaces (the pod has hostPID). */
@@ -46,6 +48,21 @@ export const HOSTNAME_COMMAND: readonly string[] = [
   '/proc/sys/kernel/hostname',
 ];
 
+/** The command line of the host's kubelet process: the first process named `kubelet`. */
+export async function kubeletCommandLine(proc: string): Promise<string[] | undefined> {
+  const pids = (await readdir(proc)).filter((p) => /^\d+$/.test(p)).sort((a, b) => Number(a) - Number(b));
+  for (const pid of pids) {
+    try {
+      if ((await readFile(`${proc}/${pid}/comm`, 'utf8')).trim() !== 'kubelet') continue;
+      const cmdline = await readFile(`${proc}/${pid}/cmdline`, 'utf8');
+      return cmdline.split('\0').filter((w, i, all) => w !== '' || i < all.length - 1);
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return undefined;
+}
+
 /** Run a command; its standard output. */
 export type RunCommand = (command: readonly string[]) => Promise<string>;
 
@@ -62,6 +79,7 @@ async function answer(env: NodeJS.ProcessEnv, run: RunCommand): Promise<AgentRes
   return runAgent(request, {
     hostRoot: env[HOST_ROOT_ENV] ?? '/host',
     hostname: async () => (await run(HOSTNAME_COMMAND)).trim(),
+    kubeletCommandLine: () => kubeletCommandLine(env[PROC_ENV] ?? '/proc'),
   });
 }
 

@@ -157,6 +157,16 @@ export const AgentResultSchema = z.object({
    * the --hostname-override its flag sources give, if any.
    */
   host: z.object({ hostname: z.string(), hostnameOverride: z.string().optional() }).optional(),
+  /**
+   * inspect: every value of the kubelet flags ccm-migrate changes (KUBELET_CHECKED_FLAGS) on the running
+   * kubelet's command line (/proc) and in the flag files it edits; absent when no kubelet process runs.
+   */
+  kubeletFlags: z
+    .object({
+      running: z.record(z.string(), z.array(z.string())),
+      files: z.record(z.string(), z.array(z.string())),
+    })
+    .optional(),
   /** inspect with backupsOf: per path that run backed up, the original's sha256 (null: it did not exist). */
   backups: z.record(z.string(), z.string().nullable()).optional(),
   error: z.string().optional(),

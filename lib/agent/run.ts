@@ -21,6 +21,8 @@ export interface AgentEnvironment {
   readonly hostRoot: string;
   /** The host's own name (its UTS name), which a kubelet without an in-tree provider may register as. */
   readonly hostname: () => Promise<string>;
+  /** The running kubelet's command line, program first; undefined when no kubelet process runs. */
+  readonly kubeletCommandLine: () => Promise<readonly string[] | undefined>;
 }
 
 /** Appended to a diff cut short: a `\` line, which patch tools read as a remark. */

@@ -1,7 +1,8 @@
 /**
  * Where a node keeps its kubelet's flags, and how to change them there. Pure functions over the files'
- * texts: the node agent reads the files and writes back what changed; the twin's kubelet reads the same
- * list, so both agree on what a kubelet runs with.
+ * texts: the node agent reads the files and writes back what changed. A host may give its kubelet flags
+ * from elsewhere (a drop-in's own ExecStart): preflight compares the running kubelet's command line with
+ * these files and refuses such a node.
  *
  * kubeadm's systemd drop-in (10-kubeadm.conf) runs
  *   ExecStart=/usr/bin/kubelet … $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS
@@ -111,7 +112,7 @@ function inFile<T>(path: string, read: () => T): T {
  * name; repeated `--feature-gates` and the config's featureGates merged into one `feature-gates`.
  */
 export function effectiveKubeletFlags(files: KubeletFiles): Map<string, string> {
-  const args = KUBELET_FLAG_SOURCES.flatMap((s) => readEnvArgs(files[s.path] ?? '', s.variable));
+  const args = kubeletSourceArgs(files);
   const flags = parseFlags(args);
   const config = files[KUBELET_CONFIG_FILE];
   const fromConfig =
@@ -121,10 +122,24 @@ export function effectiveKubeletFlags(files: KubeletFiles): Map<string, string> 
   return flags;
 }
 
+/** The kubelet flags the migration changes or relies on: where they come from must be a file it edits. */
+export const KUBELET_CHECKED_FLAGS = ['cloud-provider', 'cloud-config', 'hostname-override'] as const;
+
+/** Every value each checked flag is given in `args`, in order (flags not given left out). */
+export function checkedKubeletFlags(args: readonly string[]): Record<string, string[]> {
+  return Object.fromEntries(
+    KUBELET_CHECKED_FLAGS.map((f) => [f, flagValues(args, f)] as const).filter(([, v]) => v.length > 0),
+  );
+}
+
+/** The flags these files give the kubelet, in the order it reads them. */
+export function kubeletSourceArgs(files: KubeletFiles): string[] {
+  return KUBELET_FLAG_SOURCES.flatMap((s) => readEnvArgs(files[s.path] ?? '', s.variable));
+}
+
 /** The --hostname-override these files give the kubelet, if any. */
 export function hostnameOverrideOf(files: KubeletFiles): string | undefined {
-  const args = KUBELET_FLAG_SOURCES.flatMap((s) => readEnvArgs(files[s.path] ?? '', s.variable));
-  return parseFlags(args).get('hostname-override');
+  return parseFlags(kubeletSourceArgs(files)).get('hostname-override');
 }
 
 /**

@@ -4,8 +4,8 @@
  */
 import type { V1Node } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
-import type { FileReport } from '../agent/protocol.ts';
-import { externalNodeName } from '../controlplane/kubelet-sources.ts';
+import type { AgentResult, FileReport } from '../agent/protocol.ts';
+import { externalNodeName, KUBELET_FLAG_SOURCES } from '../controlplane/kubelet-sources.ts';
 import { translatedCloudConfigPath } from '../controlplane/openstack-cloud-config.ts';
 import { AgentFailedError, PreflightFailedError } from '../errors.ts';
 import { call } from '../kube/errors.ts';
@@ -44,6 +44,8 @@ type Files = Record<string, FileReport[]>;
 /** What a Secret (or namespace) may be named. */
 const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
+const KUBELET_SOURCES_NAMED = [...new Set(KUBELET_FLAG_SOURCES.map((s) => s.path))].join(', ');
+
 function listOf(names: readonly string[], max = 10): string {
   return names.length <= max
     ? names.join(', ')
@@ -72,11 +74,12 @@ async function inspectNodes(
   runId: string,
   nodes: readonly V1Node[],
   backupsOf: string | undefined,
-): Promise<{ files: Files; backups: BackupDigests; renamed: Record<string, string> }> {
+): Promise<{ files: Files; backups: BackupDigests; renamed: Record<string, string>; unedited: string[] }> {
   const limit = pLimit(INSPECT_CONCURRENCY);
   const files: Files = {};
   const backups: BackupDigests = {};
   const renamed: Record<string, string> = {};
+  const unedited: string[] = [];
   await Promise.all(
     nodes.map((node) =>
       limit(async () => {
@@ -92,11 +95,30 @@ async function inspectNodes(
         if (result.backups) backups[name] = result.backups;
         const external = result.host && externalNodeName(result.host.hostname, result.host.hostnameOverride);
         if (external && external !== name) renamed[name] = external;
+        unedited.push(...uneditedKubeletFlags(name, result.kubeletFlags));
         ctx.progress({ step: 'preflight', node: name, message: 'inspected' });
       }),
     ),
   );
-  return { files, backups, renamed };
+  return { files, backups, renamed, unedited };
+}
+
+/**
+ * The flags the node's running kubelet has from somewhere its flag files are not (a drop-in's own
+ * ExecStart, an environment file ccm-migrate does not edit), as "node: --flag=value": the flip would leave
+ * them in force. Each value the files give accounts for one occurrence on the command line.
+ */
+function uneditedKubeletFlags(node: string, flags: AgentResult['kubeletFlags']): string[] {
+  if (flags === undefined) return [`${node}: no kubelet process is visible (the agent needs hostPID)`];
+  return Object.entries(flags.running).flatMap(([flag, values]) => {
+    const fromFiles = [...(flags.files[flag] ?? [])];
+    return values.flatMap((value) => {
+      const at = fromFiles.indexOf(value);
+      if (at < 0) return [`${node}: --${flag}=${value}`];
+      fromFiles.splice(at, 1);
+      return [];
+    });
+  });
 }
 
 /**
@@ -427,8 +449,14 @@ export async function examineCluster(
       'no node is labelled node-role.kubernetes.io/control-plane: not a kubeadm-style cluster',
     );
   }
-  const { files, backups, renamed } = await inspectNodes(ctx, runId, nodes, opts.backupsOf);
+  const { files, backups, renamed, unedited } = await inspectNodes(ctx, runId, nodes, opts.backupsOf);
   refuseUnreadable(files, controlPlaneNodes);
+  if (unedited.length > 0) {
+    throw new PreflightFailedError(
+      `kubelet flags that come from somewhere ccm-migrate does not edit (${KUBELET_SOURCES_NAMED}): ${listOf(unedited, 5)}. ` +
+        'Move them into one of those files (or restart the kubelet, if its files changed since it started) and run again',
+    );
+  }
   const provider = chooseProvider(nodes, files, options.provider);
   checkImageOverrides(provider, options.images);
   const { inTreeName } = providerFacts(provider);

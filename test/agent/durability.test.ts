@@ -42,7 +42,7 @@ describe.runIf(existsSync(STRACE))('the agent’s writes on disk', () => {
         'trace=fsync,fdatasync,rename,renameat,renameat2',
         process.execPath,
         '-e',
-        `import(${JSON.stringify(AGENT)}).then((m) => m.runAgent(JSON.parse(process.env.REQUEST), { hostRoot: process.env.HOST_ROOT, hostname: async () => 'node-1' }))`,
+        `import(${JSON.stringify(AGENT)}).then((m) => m.runAgent(JSON.parse(process.env.REQUEST), { hostRoot: process.env.HOST_ROOT, hostname: async () => 'node-1', kubeletCommandLine: async () => undefined }))`,
       ],
       { env: { ...process.env, REQUEST: request, HOST_ROOT: host } },
     );

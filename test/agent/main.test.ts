@@ -10,6 +10,7 @@ import {
   agentMain,
   HOST_ROOT_ENV,
   HOSTNAME_COMMAND,
+  PROC_ENV,
   RESTART_KUBELET_COMMAND,
   TERMINATION_LOG_ENV,
 } from '../../lib/agent/main.ts';
@@ -64,6 +65,29 @@ it('does not restart the kubelet when nothing asks for it, and reads the host’
   expect(commands).toEqual([HOSTNAME_COMMAND]);
   expect(await answer()).toMatchObject({ host: { hostname: 'IP-10-0-1-10' } });
   expect((await answer()).files.map((f) => f.path)).toEqual([FLAGS_ENV]);
+});
+
+it('finds the kubelet among the host’s processes by name and reports the flags on its command line', async () => {
+  const proc = path.join(dir, 'proc');
+  const processes: Record<string, [string, string[]]> = {
+    '1': ['systemd', ['/sbin/init']],
+    '812': ['kubelet', ['/usr/bin/kubelet', '--config=/var/lib/kubelet/config.yaml', '--cloud-provider=aws']],
+    '90': ['containerd', ['/usr/bin/containerd', '--cloud-provider=nope']],
+  };
+  for (const [pid, [comm, argv]] of Object.entries(processes)) {
+    await mkdir(path.join(proc, pid), { recursive: true });
+    await writeFile(path.join(proc, pid, 'comm'), `${comm}\n`);
+    await writeFile(path.join(proc, pid, 'cmdline'), `${argv.join('\0')}\0`);
+  }
+  await mkdir(path.join(proc, 'self'));
+  const inspect = JSON.stringify({ op: 'inspect', runId: 'r' });
+  expect(
+    await agentMain({ ...env, [PROC_ENV]: proc, [AGENT_REQUEST_ENV]: inspect }, async () => 'node-1'),
+  ).toBe(0);
+  expect((await answer()).kubeletFlags).toEqual({
+    running: { 'cloud-provider': ['aws'] },
+    files: { 'cloud-provider': ['aws'] },
+  });
 });
 
 it('exits 1 with the reason when the request is not JSON, the agent refuses, or the restart fails', async () => {

@@ -48,6 +48,8 @@ const UPGRADE: AgentRequest = {
 let root: string;
 /** The host's own name, as its UTS namespace gives it. */
 let hostname: string;
+/** The running kubelet's command line, as /proc gives it. */
+let kubelet: string[] | undefined;
 const hostPath = (file: string): string => path.join(root, file);
 const read = (file: string): Promise<string> => readFile(hostPath(file), 'utf8');
 const exists = (file: string): Promise<boolean> =>
@@ -64,6 +66,7 @@ async function put(file: string, text: string): Promise<void> {
 beforeEach(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'ccm-migrate-agent-'));
   hostname = 'ip-10-0-1-10';
+  kubelet = undefined;
   for (const file of NODE_FILES) {
     const text = await readFile(new URL(file.slice(1), HOSTS), 'utf8');
     await put(file, text.replaceAll('{{nodeIP}}', '10.0.1.10'));
@@ -75,7 +78,11 @@ afterEach(async () => {
 });
 
 const run = (request: unknown): Promise<AgentResult> =>
-  runAgent(request, { hostRoot: root, hostname: async () => hostname });
+  runAgent(request, {
+    hostRoot: root,
+    hostname: async () => hostname,
+    kubeletCommandLine: async () => kubelet,
+  });
 const fileOf = (result: AgentResult, file: string) => result.files.find((f) => f.path === file);
 async function snapshot(): Promise<Record<string, string>> {
   return Object.fromEntries(await Promise.all(NODE_FILES.map(async (f) => [f, await read(f)])));
@@ -330,6 +337,24 @@ describe('the kubelet keeps its Node name', () => {
     expect(await run(FLIP)).toMatchObject({ ok: true, changed: true });
     expect(await read(DEFAULTS)).toContain(`--hostname-override=${NODE}`);
     expect(await override()).toBeUndefined();
+  });
+});
+
+describe('the running kubelet', () => {
+  it('inspect reports the checked flags on its command line beside those its flag files give', async () => {
+    expect((await run({ op: 'inspect', runId: 'r' })).kubeletFlags).toBeUndefined();
+    kubelet = [
+      '/usr/bin/kubelet',
+      '--config=/var/lib/kubelet/config.yaml',
+      '--cloud-provider=aws',
+      '--cloud-provider',
+      'aws',
+      '--v=2',
+    ];
+    expect((await run({ op: 'inspect', runId: 'r' })).kubeletFlags).toEqual({
+      running: { 'cloud-provider': ['aws', 'aws'] },
+      files: { 'cloud-provider': ['aws'], 'cloud-config': ['/etc/kubernetes/cloud.conf'] },
+    });
   });
 });
 

@@ -36,7 +36,12 @@ const exists = (file: string): Promise<boolean> =>
     () => true,
     () => false,
   );
-const run = (request: AgentRequest) => runAgent(request, { hostRoot: root, hostname: async () => 'node-1' });
+const run = (request: AgentRequest) =>
+  runAgent(request, {
+    hostRoot: root,
+    hostname: async () => 'node-1',
+    kubeletCommandLine: async () => undefined,
+  });
 
 async function put(file: string, text: string, mode = 0o644): Promise<void> {
   await mkdir(path.dirname(hostPath(file)), { recursive: true });

@@ -62,7 +62,8 @@ describe('serviceCommand', () => {
   it('gives an environment file’s value over Environment=’s, keeps a braced variable one word, and strips ExecStart prefixes', () => {
     const cmd = host({
       '/etc/systemd/system/kubelet.service':
-        '[Unit]\nDescription=x\n[Service]\nEnvironment=A=from-unit "B=two words"\nEnvironmentFile=/etc/kubelet.env\nExecStart=-/usr/local/bin/kubelet $A $' + '{B} \\\n  --x=1\n',
+        '[Unit]\nDescription=x\n[Service]\nEnvironment=A=from-unit "B=two words"\nEnvironmentFile=/etc/kubelet.env\nExecStart=-/usr/local/bin/kubelet $A $' +
+        '{B} \\\n  --x=1\n',
       '/etc/kubelet.env': "A='from file'\n",
     });
     expect(cmd.argv).toEqual(['/usr/local/bin/kubelet', 'from', 'file', 'two words', '--x=1']);

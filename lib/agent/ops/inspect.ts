@@ -2,7 +2,12 @@
  * `inspect`: hash, size, kind and cloud flags of the asked files and of every kubelet flag source present;
  * with backupsOf, the digests of what that run backed up.
  */
-import { hostnameOverrideOf, KUBELET_FILES } from '../../controlplane/kubelet-sources.ts';
+import {
+  checkedKubeletFlags,
+  hostnameOverrideOf,
+  KUBELET_FILES,
+  kubeletSourceArgs,
+} from '../../controlplane/kubelet-sources.ts';
 import { backupDigests, readHostBytes, readHostFile } from '../files.ts';
 import type { AgentResult, ParsedAgentRequest } from '../protocol.ts';
 import type { AgentEnvironment } from '../run.ts';
@@ -23,6 +28,7 @@ export async function inspect(
   const texts: Record<string, string | undefined> = {};
   for (const path of KUBELET_FILES) texts[path] = await readHostFile(env.hostRoot, path);
   const hostnameOverride = hostnameOverrideOf(texts);
+  const running = await env.kubeletCommandLine();
   return {
     op: 'inspect',
     ok: true,
@@ -30,6 +36,14 @@ export async function inspect(
     restartKubelet: false,
     files: [...asked, ...kubelet.filter((f) => f.exists)],
     host: { hostname: await env.hostname(), ...(hostnameOverride === undefined ? {} : { hostnameOverride }) },
+    ...(running
+      ? {
+          kubeletFlags: {
+            running: checkedKubeletFlags(running.slice(1)),
+            files: checkedKubeletFlags(kubeletSourceArgs(texts)),
+          },
+        }
+      : {}),
     ...(request.backupsOf ? { backups: await backupDigests(env.hostRoot, request.backupsOf) } : {}),
   };
 }

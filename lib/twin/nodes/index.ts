@@ -85,6 +85,8 @@ interface Kubelet {
   restartGen: number;
   /** The Node it registered as at its last start. */
   registeredAs: string;
+  /** Its command line at its last start. */
+  argv: readonly string[];
 }
 
 /** Kubelets whose static pod directory one turn of the file-check loop looks at. */
@@ -107,6 +109,7 @@ function newKubelet(p: NodePlacement): Kubelet {
     problem: undefined,
     restartGen: 0,
     registeredAs: p.name,
+    argv: [],
   };
 }
 
@@ -122,6 +125,9 @@ function podHost(k: Kubelet): PodHost {
     ip: k.ip,
     index: k.index,
     hostname: k.placement.hostname,
+    get kubeletArgv() {
+      return k.argv;
+    },
     get up() {
       return serving(k);
     },
@@ -234,6 +240,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
   const startKubelet = (k: Kubelet, initial: boolean): void => {
     const config = readKubeletStartConfig(ctx.stateDir, k.node);
     k.flags = config.flags;
+    k.argv = config.argv;
     k.staticPodPath = config.staticPodPath;
     k.problem = config.problem ?? cloudFlagProblem('kubelet', spec.kubernetesVersion, config.flags);
     if (k.problem) return;

@@ -26,6 +26,8 @@ export interface PodHost {
   readonly index: number;
   /** What the host calls itself: the node agent reads it as the kubelet would. */
   readonly hostname: string;
+  /** The kubelet's command line as it last started (what the host's /proc shows). */
+  readonly kubeletArgv: readonly string[];
   readonly up: boolean;
 }
 
@@ -220,6 +222,7 @@ export class WorkloadPodRunner {
       result = await runAgent(raw === undefined ? undefined : JSON.parse(raw), {
         hostRoot: nodeRoot(this.#ctx.stateDir, host.node),
         hostname: async () => host.hostname,
+        kubeletCommandLine: async () => host.kubeletArgv,
       });
       message = JSON.stringify(result);
     } catch (err) {

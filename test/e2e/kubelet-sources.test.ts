@@ -1,0 +1,44 @@
+/**
+ * A kubelet whose flags come from somewhere ccm-migrate does not edit (issue 15, item 6): here a systemd
+ * drop-in with an ExecStart of its own that names the in-tree provider after kubeadm's variables. The twin
+ * reads the unit and its drop-ins as systemd does, so that kubelet keeps `--cloud-provider=aws` whatever
+ * kubeadm-flags.env says; preflight sees it on the running kubelet's command line and refuses, before
+ * any change.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadTwinSpec, parseTwinSpec } from '../../lib/twin/spec.ts';
+import { apiServersUnderTest } from '../real-api.ts';
+import { FIXTURES } from '../twin/running-twin.ts';
+import { type E2E, nodeFiles, startE2E } from './harness.ts';
+
+const DROP_IN = '/etc/systemd/system/kubelet.service.d/20-cloud.conf';
+const EXEC_START = `[Service]
+ExecStart=
+ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS --cloud-provider=aws
+`;
+
+let e2e: E2E | undefined;
+afterEach(async () => {
+  await e2e?.stop();
+  e2e = undefined;
+});
+
+describe.each(apiServersUnderTest())('on the $name', (server) => {
+  it('refuses, changing nothing, a node whose kubelet takes --cloud-provider from a drop-in it does not edit', async () => {
+    const spec = await loadTwinSpec(FIXTURES.awsMini);
+    const groups = spec.nodeGroups.map((g) =>
+      g.name === 'worker' ? { ...g, files: { ...g.files, [DROP_IN]: EXEC_START } } : g,
+    );
+    e2e = await startE2E(parseTwinSpec({ ...spec, nodeGroups: groups }, FIXTURES.awsMini), server);
+    const files = await nodeFiles(e2e.t);
+
+    const result = await e2e.upgrade();
+    expect(result.status).toBe('FAILED');
+    expect(result.error?.name).toBe('PreflightFailed');
+    expect(result.error?.cause).toContain('worker-1: --cloud-provider=aws');
+    expect(result.error?.cause).toContain('worker-2: --cloud-provider=aws');
+    expect(result.error?.cause).not.toContain('cp-1');
+    expect(await nodeFiles(e2e.t)).toEqual(files);
+    expect(e2e.t.twin.nodes.kubelet('worker-1').flags.get('cloud-provider')).toBe('aws');
+  });
+});
