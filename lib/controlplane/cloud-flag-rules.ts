@@ -11,8 +11,12 @@
  * - DisableCloudProviders: beta and on by default in 1.29 and 1.30 (GA from 1.31, when every in-tree
  *   provider is gone): the kubelet (pkg/kubelet/kubelet.go NewMainKubelet) and KCM
  *   (cmd/kube-controller-manager/app/controllermanager.go createCloudProvider) refuse an in-tree provider
- *   with "…but built-in cloud providers are disabled…"; kube-apiserver's CloudProviderOptions.Validate
- *   (pkg/kubeapiserver/options/cloudprovider.go) asks for the gate to be false.
+ *   with "…but built-in cloud providers are disabled…".
+ * - kube-apiserver checks --cloud-provider only from 1.29 (CloudProviderOptions.Validate,
+ *   pkg/kubeapiserver/options/cloudprovider.go; the v1.25–v1.28 sources have no check and v1.26.15
+ *   starts with any name): an in-tree provider needs DisableCloudProviders and
+ *   DisableKubeletCloudCredentialProviders both false, `external` both true, any other name is unknown.
+ *   test/twin/binary-start-real.test.ts checks this against the real binaries.
  * - kube-apiserver dropped `--cloud-provider`/`--cloud-config` in 1.33 and the kubelet `--cloud-config` in
  *   1.34: pflag rejects them as `unknown flag: --<name>`; the kubelet wraps parse errors as
  *   "failed to parse kubelet flag: …" (cmd/kubelet/app/server.go).
@@ -40,6 +44,7 @@ const GATE_DEFAULT_ON_FROM = 29;
 const GATES_LOCKED_FROM = 31;
 const LOCKED_GATES = ['DisableCloudProviders', 'DisableKubeletCloudCredentialProviders'] as const;
 const KAS_CLOUD_FLAGS_REMOVED_IN = 33;
+const KAS_VALIDATES_PROVIDER_FROM = 29;
 const KUBELET_CLOUD_CONFIG_REMOVED_IN = 34;
 
 export function isInTreeProvider(name: string): name is InTreeProvider {
@@ -83,17 +88,29 @@ function unknownProvider(component: CloudFlagComponent, provider: string): strin
   }
 }
 
-/** The provider is compiled in but DisableCloudProviders is on. */
+/** The provider is compiled in but DisableCloudProviders is on (kubelet, kube-controller-manager). */
 function disabledProvider(component: CloudFlagComponent, provider: string): string {
   const disabled = `cloud provider "${provider}" was specified, but built-in cloud providers are disabled. Please set --cloud-provider=external and migrate to an external cloud provider`;
-  switch (component) {
-    case 'kubelet':
-      return `failed to run Kubelet: failed to create kubelet: ${disabled}`;
-    case 'kube-controller-manager':
-      return disabled;
-    case 'kube-apiserver':
-      return `when using --cloud-provider set to '${provider}', please set DisableCloudProviders feature to false`;
+  return component === 'kubelet' ? `failed to run Kubelet: failed to create kubelet: ${disabled}` : disabled;
+}
+
+/** kube-apiserver's own check of --cloud-provider (its first error). */
+function apiServerProviderProblem(
+  provider: string,
+  minor: number,
+  flags: ReadonlyMap<string, string>,
+): string | undefined {
+  if (provider === '' || minor < KAS_VALIDATES_PROVIDER_FROM) return undefined;
+  const external = provider === 'external';
+  if (!external && (!isInTreeProvider(provider) || minor >= IN_TREE_REMOVED_IN[provider])) {
+    return unknownProvider('kube-apiserver', provider);
   }
+  const gate = LOCKED_GATES.find(
+    (g) => (featureGate(flags, g) ?? minor >= GATE_DEFAULT_ON_FROM) !== external,
+  );
+  return (
+    gate && `when using --cloud-provider set to '${provider}', please set ${gate} feature to ${external}`
+  );
 }
 
 /**
@@ -126,6 +143,7 @@ export function cloudFlagProblem(
     }
   }
   const provider = flags.get('cloud-provider') ?? '';
+  if (component === 'kube-apiserver') return apiServerProviderProblem(provider, minor, flags);
   if (provider === '' || provider === 'external') return undefined;
   if (!isInTreeProvider(provider) || minor >= IN_TREE_REMOVED_IN[provider]) {
     return unknownProvider(component, provider);

@@ -4,7 +4,7 @@
  * cloud-controller-managers (a container named `cloud-controller-manager`) and per-node cloud node managers
  * (a container named `cloud-node-manager`, Azure's DaemonSet).
  */
-import { isInTreeProvider } from '../../controlplane/cloud-flag-rules.ts';
+import { isInTreeName } from '../nodes/binary-start.ts';
 import { flagIsTrue, readCommandLine } from '../nodes/command-line.ts';
 import type { Provider } from '../spec.ts';
 import type { KubeObject } from '../store.ts';
@@ -72,7 +72,7 @@ export function controllerCandidate(pod: KubeObject, provider: Provider): Contro
     const cloudProvider = flags.get('cloud-provider');
     if (!isKcm && cloudProvider !== provider) continue;
     const kind: ControllerKind = isKcm ? 'kube-controller-manager' : 'cloud-controller-manager';
-    const cloudLoops = isKcm ? cloudProvider === provider && isInTreeProvider(provider) : true;
+    const cloudLoops = isKcm ? cloudProvider === provider && isInTreeName(provider) : true;
     const syncs = Number.parseInt(flags.get('concurrent-node-syncs') ?? '', 10);
     return {
       kind,

@@ -7,12 +7,13 @@
  * One shared timer heap and one file-check loop serve every node, so 5,000 nodes cost no more timers
  * than one.
  */
-import { cloudFlagProblem, kubernetesMinor } from '../../controlplane/cloud-flag-rules.ts';
 import { InvalidInputError } from '../../errors.ts';
 import type { CloudModel, NodePlacement } from '../cloud/model.ts';
 import type { TwinContext } from '../context.ts';
 import { type NodeGroup, NodeGroupSchema } from '../spec.ts';
 import type { KubeObject } from '../store.ts';
+import { kubernetesMinor } from '../workloads/objects.ts';
+import { startProblem } from './binary-start.ts';
 import { writeHostFiles, writeJoiningHostFiles } from './host-files.ts';
 import { readKubeletStartConfig } from './kubelet-config.ts';
 import { nodeConditions, nodeLease, registeredNode } from './node-object.ts';
@@ -242,7 +243,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
     k.flags = config.flags;
     k.argv = config.argv;
     k.staticPodPath = config.staticPodPath;
-    k.problem = config.problem ?? cloudFlagProblem('kubelet', spec.kubernetesVersion, config.flags);
+    k.problem = config.problem ?? startProblem('kubelet', minor, config.flags);
     if (k.problem) return;
     k.registeredAs = registrationName(k.placement, config.flags);
     if (initial && k.registeredAs !== k.node) throw new InvalidInputError(misnamed(k));

@@ -3,10 +3,11 @@
  * pkg/kubelet/nodestatus/setters.go), plus the Lease it heartbeats through (kube-node-lease).
  */
 import { createHash } from 'node:crypto';
-import { isInTreeProvider, kubernetesMinor } from '../../controlplane/cloud-flag-rules.ts';
 import { UNINITIALIZED_TAINT } from '../../kube/well-known.ts';
 import type { Instance, NodePlacement } from '../cloud/model.ts';
 import type { KubeObject } from '../store.ts';
+import { kubernetesMinor } from '../workloads/objects.ts';
+import { compiledIn } from './binary-start.ts';
 import { nowISO } from './pod-status.ts';
 
 export const CONTROL_PLANE_ROLE = 'node-role.kubernetes.io/control-plane';
@@ -110,7 +111,8 @@ export function registeredNode(input: RegistrationInput): KubeObject {
   const { placement, flags, instance } = input;
   const name = placement.name;
   const provider = flags.get('cloud-provider') ?? '';
-  const inTree = isInTreeProvider(provider) ? instance : undefined;
+  const minor = kubernetesMinor(input.version);
+  const inTree = compiledIn(provider, minor) ? instance : undefined;
   const ip = flags.get('node-ip')?.split(',')[0] || placement.ip;
   const labels: Record<string, string> = {
     ...input.groupLabels,
@@ -138,7 +140,6 @@ export function registeredNode(input: RegistrationInput): KubeObject {
       'beta.kubernetes.io/instance-type': inTree.instanceType,
     });
   }
-  const minor = kubernetesMinor(input.version);
   const addresses = inTree
     ? inTree.addresses.map((a) => ({ ...a }))
     : [

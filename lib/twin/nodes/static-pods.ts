@@ -9,8 +9,9 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { type CloudFlagComponent, cloudFlagProblem } from '../../controlplane/cloud-flag-rules.ts';
 import type { KubeObject } from '../store.ts';
+import { kubernetesMinor } from '../workloads/objects.ts';
+import { type Binary, startProblem } from './binary-start.ts';
 import { readCommandLine } from './command-line.ts';
 
 export const CONFIG_HASH = 'kubernetes.io/config.hash';
@@ -67,13 +68,10 @@ function canonical(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-const COMPONENTS: readonly CloudFlagComponent[] = ['kube-apiserver', 'kube-controller-manager'];
+const COMPONENTS: readonly Binary[] = ['kube-apiserver', 'kube-controller-manager'];
 
 /** The control-plane binary a container runs, by its command or its name. */
-export function containerComponent(c: {
-  name: string;
-  command?: readonly string[];
-}): CloudFlagComponent | undefined {
+export function containerComponent(c: { name: string; command?: readonly string[] }): Binary | undefined {
   const binary = c.command?.[0] ? path.posix.basename(c.command[0]) : undefined;
   return COMPONENTS.find((k) => k === binary || k === c.name);
 }
@@ -83,9 +81,9 @@ function flagProblem(containers: readonly ManifestContainer[], version: string):
   for (const c of containers) {
     const component = containerComponent(c);
     if (!component) continue;
-    const problem = cloudFlagProblem(
+    const problem = startProblem(
       component,
-      version,
+      kubernetesMinor(version),
       readCommandLine([...(c.command ?? []), ...(c.args ?? [])]).flags,
     );
     if (problem) return problem;
