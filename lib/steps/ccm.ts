@@ -22,8 +22,8 @@ import {
 import { isPodReady } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import { cloudProviderOf, controllerManagersNot, controlPlaneOf } from './controller-managers.ts';
-import { KCM_MANIFEST, TO_EXTERNAL_KUBEADM } from './edits.ts';
-import { editKubeadmConfig } from './kubeadm-config.ts';
+import { KCM_MANIFEST, TO_EXTERNAL_KUBEADM, TO_EXTERNAL_KUBELET } from './edits.ts';
+import { editKubeadmConfig, editKubeletConfigMap } from './kubeadm-config.ts';
 import { runsLeaderMigration, withLeaderMigration } from './leader-migration.ts';
 import type { ActivateEvent, RunIds } from './schemas.ts';
 import type { Snapshot } from './snapshot.ts';
@@ -367,6 +367,9 @@ export async function activateCcm(event: ActivateEvent, ctx: StepContext): Promi
   );
   if (await editKubeadmConfig(ctx, TO_EXTERNAL_KUBEADM)) {
     ctx.progress({ step: 'activate-ccm', message: 'kubeadm-config ClusterConfiguration updated' });
+  }
+  if (await editKubeletConfigMap(ctx, TO_EXTERNAL_KUBELET)) {
+    ctx.progress({ step: 'activate-ccm', message: 'kubelet-config: the in-tree feature gates removed' });
   }
   // After leader migration this is its phase 4: the CCM rolls out without the flag.
   return runCcm(ctx, snapshot, false, ccmStarted(snapshot));

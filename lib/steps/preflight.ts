@@ -27,7 +27,7 @@ import {
 } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import { CONTROL_PLANE_MANIFESTS, KCM_MANIFEST } from './edits.ts';
-import { readClusterConfiguration } from './kubeadm-config.ts';
+import { readClusterConfiguration, readKubeletConfiguration } from './kubeadm-config.ts';
 import { decideLeaderMigration } from './leader-migration.ts';
 import type { LeaderMigrationDecision, PreflightResult, UpgradeOptions } from './schemas.ts';
 import { type NodeFacts, type Snapshot, SnapshotSchema, TOPOLOGY_LABELS } from './snapshot.ts';
@@ -613,6 +613,8 @@ export async function preflight(
   };
   const clusterConfiguration = await readClusterConfiguration(ctx);
   if (clusterConfiguration !== undefined) snapshot.kubeadmClusterConfiguration = clusterConfiguration;
+  const kubeletConfiguration = await readKubeletConfiguration(ctx);
+  if (kubeletConfiguration !== undefined) snapshot.kubeletConfiguration = kubeletConfiguration;
   // A resumed run keeps the snapshot of its first preflight: that one saw the cluster before any change.
   const recorded = SnapshotSchema.parse(
     await ctx.store.setSnapshotOnce(event.clusterId, event.runId, snapshot),

@@ -39,8 +39,9 @@ import {
   KAS_MANIFEST,
   KCM_MANIFEST,
   TO_EXTERNAL_KUBEADM,
+  TO_EXTERNAL_KUBELET,
 } from './edits.ts';
-import { revertKubeadmConfig } from './kubeadm-config.ts';
+import { revertKubeadmConfig, revertKubeletConfigMap } from './kubeadm-config.ts';
 import { runsLeaderMigration } from './leader-migration.ts';
 import type { RestoreEvent, RestoreNodeEvent, Verification } from './schemas.ts';
 import { recordedOriginals, type Snapshot } from './snapshot.ts';
@@ -243,6 +244,16 @@ export async function removeCcm(event: RestoreEvent, ctx: StepContext): Promise<
     ctx.progress({
       step: 'remove-ccm',
       message: 'kubeadm-config changed since the upgrade: in-tree settings put back, other changes kept',
+    });
+  }
+  if (
+    snapshot.kubeletConfiguration !== undefined &&
+    (await revertKubeletConfigMap(ctx, snapshot.kubeletConfiguration, TO_EXTERNAL_KUBELET)) === 'left'
+  ) {
+    ctx.progress({
+      step: 'remove-ccm',
+      message:
+        'kubelet-config changed since the upgrade: left as it is (the in-tree feature gates not put back)',
     });
   }
   let removed = 0;

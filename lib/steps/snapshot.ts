@@ -57,6 +57,8 @@ export const SnapshotSchema = z.object({
     .optional(),
   /** kubeadm's ClusterConfiguration as it was (no secrets: kubeadm keeps those out of it). */
   kubeadmClusterConfiguration: z.string().optional(),
+  /** kube-system/kubelet-config's KubeletConfiguration before the run, when the cluster has one. */
+  kubeletConfiguration: z.string().optional(),
   loadBalancers: z.array(z.object({ namespace: z.string(), name: z.string(), ingress: z.array(z.string()) })),
 });
 export type Snapshot = z.infer<typeof SnapshotSchema>;

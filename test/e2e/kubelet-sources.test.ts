@@ -1,15 +1,30 @@
 /**
- * A kubelet whose flags come from somewhere ccm-migrate does not edit (issue 15, item 6): here a systemd
- * drop-in with an ExecStart of its own that names the in-tree provider after kubeadm's variables. The twin
- * reads the unit and its drop-ins as systemd does, so that kubelet keeps `--cloud-provider=aws` whatever
- * kubeadm-flags.env says; preflight sees it on the running kubelet's command line and refuses, before
- * any change.
+ * Where a kubelet's settings come from besides the flag files ccm-migrate edits (issue 15, item 6):
+ * - a systemd drop-in with an ExecStart of its own that names the in-tree provider after kubeadm's
+ *   variables: the twin reads the unit and its drop-ins as systemd does, so that kubelet keeps
+ *   `--cloud-provider=aws` whatever kubeadm-flags.env says; preflight sees it on the running kubelet's
+ *   command line and refuses, before any change;
+ * - kubeadm's kubelet-config ConfigMap, which `kubeadm upgrade node` writes the node's config file from:
+ *   its in-tree gates go with the node's, and come back on the way back.
  */
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadTwinSpec, parseTwinSpec } from '../../lib/twin/spec.ts';
 import { apiServersUnderTest } from '../real-api.ts';
 import { FIXTURES } from '../twin/running-twin.ts';
 import { type E2E, nodeFiles, startE2E } from './harness.ts';
+
+const AZURE = fileURLToPath(new URL('../fixtures/twins/azure-mini.yaml', import.meta.url));
+/** As kubeadm writes it (UploadConfig), with the gates an in-tree 1.29 kubelet needs. */
+const KUBELET_CONFIGURATION = `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: systemd
+featureGates:
+  DisableCloudProviders: false
+  DisableKubeletCloudCredentialProviders: false
+  RotateKubeletServerCertificate: true
+staticPodPath: /etc/kubernetes/manifests
+`;
 
 const DROP_IN = '/etc/systemd/system/kubelet.service.d/20-cloud.conf';
 const EXEC_START = `[Service]
@@ -40,5 +55,28 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
     expect(result.error?.cause).not.toContain('cp-1');
     expect(await nodeFiles(e2e.t)).toEqual(files);
     expect(e2e.t.twin.nodes.kubelet('worker-1').flags.get('cloud-provider')).toBe('aws');
+  });
+
+  it('takes the in-tree gates out of kubeadm’s kubelet-config with the nodes’, and puts its text back on the way back', async () => {
+    const spec = await loadTwinSpec(AZURE);
+    const kubeletConfig = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'kubelet-config', namespace: 'kube-system' },
+      data: { kubelet: KUBELET_CONFIGURATION },
+    };
+    e2e = await startE2E(
+      parseTwinSpec({ ...spec, objects: [...spec.objects, kubeletConfig] }, AZURE),
+      server,
+    );
+    const read = async () =>
+      (await e2e?.t.core.readNamespacedConfigMap({ name: 'kubelet-config', namespace: 'kube-system' }))?.data
+        ?.kubelet;
+
+    expect((await e2e.upgrade()).status).toBe('SUCCEEDED');
+    expect(await read()).toBe(KUBELET_CONFIGURATION.replace(/ {2}Disable.*\n/g, ''));
+    const down = await e2e.downgrade();
+    expect(down.error).toBeUndefined();
+    expect(await read()).toBe(KUBELET_CONFIGURATION);
   });
 });
