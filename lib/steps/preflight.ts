@@ -75,23 +75,23 @@ async function inspectNodes(
   const limit = pLimit(INSPECT_CONCURRENCY);
   const files: Files = {};
   const backups: BackupDigests = {};
-  await Promise.all(
-    nodes.map((node) =>
-      limit(async () => {
-        const name = nodeName(node);
-        const paths = isControlPlane(node) ? [...CONTROL_PLANE_MANIFESTS] : [];
-        const result = await ctx.agent(name, {
-          op: 'inspect',
-          runId,
-          paths,
-          ...(backupsOf ? { backupsOf } : {}),
-        });
-        files[name] = result.files;
-        if (result.backups) backups[name] = result.backups;
-        ctx.progress({ step: 'preflight', node: name, message: 'inspected' });
-      }),
-    ),
-  );
+  const inspect = async (node: V1Node): Promise<void> => {
+    const name = nodeName(node);
+    const paths = isControlPlane(node) ? [...CONTROL_PLANE_MANIFESTS] : [];
+    const result = await ctx.agent(name, {
+      op: 'inspect',
+      runId,
+      paths,
+      ...(backupsOf ? { backupsOf } : {}),
+    });
+    files[name] = result.files;
+    if (result.backups) backups[name] = result.backups;
+    ctx.progress({ step: 'preflight', node: name, message: 'inspected' });
+  };
+  // One Job first: an agent image or bundle its launcher refuses is reported by one Job, not by fifty.
+  const [first, ...rest] = nodes;
+  if (first) await inspect(first);
+  await Promise.all(rest.map((node) => limit(() => inspect(node))));
   return { files, backups };
 }
 

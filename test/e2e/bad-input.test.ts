@@ -127,6 +127,12 @@ describe('an upgrade refused in preflight', () => {
       'AgentImageUnfit',
       /^the agent image mirror\.example\.com\/library\/node:22-alpine has no nsenter; .*nothing on node cp-1 was changed/,
     );
+    // The first Job alone says so: not one Job per node.
+    const jobsCreated = e2e?.t.twin.api
+      .stats()
+      .answers.filter((a) => a.verb === 'create' && a.resource === 'jobs' && a.code === 201)
+      .reduce((n, a) => n + a.count, 0);
+    expect(jobsCreated).toBe(1);
   });
 
   it('ends ClusterLocked for a second run of a cluster another run holds, and leaves that run alone', async () => {
