@@ -24,6 +24,7 @@ import {
   AgentResultSchema,
 } from '../agent/protocol.ts';
 import { AgentFailedError, InvalidInputError, NotReadyYetError } from '../errors.ts';
+import { parseImageReference } from '../providers/image-overrides.ts';
 import { refusalError } from './agent-refusal.ts';
 import { applyObjects } from './apply.ts';
 import type { KubeClients } from './clients.ts';
@@ -40,6 +41,14 @@ import { labelSelectorOf } from './well-known.ts';
 export const DEFAULT_AGENT_IMAGE =
   'public.ecr.aws/docker/library/node:22.14.0-alpine3.21@sha256:9bef0ef1e268f60627da9ba7d7605e8831d5b56ad07487d24d1aa386336d1944';
 export const AGENT_CONFIGMAP = 'ccm-migrate-agent';
+
+/**
+ * `<image>`, or `<image> (not pinned by digest)`: an operator's image may name a tag (a mirror that retags),
+ * and the plan says so, since whatever the tag points to then runs the checked bundle.
+ */
+export function describeAgentImage(image: string = DEFAULT_AGENT_IMAGE): string {
+  return parseImageReference(image)?.digest ? image : `${image} (not pinned by digest)`;
+}
 /** On the ConfigMap: the sha256 of the bundle it holds, for whoever reads it (the Job carries its own). */
 export const AGENT_HASH_ANNOTATION = 'ccm-migrate/agent-sha256';
 const BUNDLE_KEY = 'agent.mjs';
