@@ -11,8 +11,13 @@
  * It runs the bytes it hashed, from a copy in the container: a ConfigMap volume can change under a running
  * pod (the kubelet swaps its `..data` link), so reading the mounted file twice could run something else.
  */
-import { TERMINATION_LOG_ENV } from './main.ts';
-import { AGENT_BUNDLE_ENV, AGENT_REQUEST_ENV, AGENT_SHA256_ENV, type AgentRefusal } from './protocol.ts';
+import {
+  AGENT_BUNDLE_ENV,
+  AGENT_REQUEST_ENV,
+  AGENT_SHA256_ENV,
+  type AgentRefusal,
+  TERMINATION_LOG_ENV,
+} from './protocol.ts';
 
 const js = JSON.stringify;
 const NO_NSENTER: AgentRefusal = 'no-nsenter';

@@ -12,6 +12,8 @@ import * as z from 'zod';
 export const AGENT_NAME = 'ccm-migrate-agent';
 /** Environment variable carrying the JSON request. */
 export const AGENT_REQUEST_ENV = 'CCM_MIGRATE_AGENT_REQUEST';
+/** Where the agent writes its answer; @default /dev/termination-log (tests point it elsewhere). */
+export const TERMINATION_LOG_ENV = 'CCM_MIGRATE_AGENT_TERMINATION_LOG';
 /** Environment variables of the Job's launcher (lib/agent/launcher.ts): the bundle's path and its sha256. */
 export const AGENT_BUNDLE_ENV = 'CCM_MIGRATE_AGENT_BUNDLE';
 export const AGENT_SHA256_ENV = 'CCM_MIGRATE_AGENT_SHA256';

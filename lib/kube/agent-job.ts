@@ -49,6 +49,7 @@ export const AGENT_CONFIGMAP = 'ccm-migrate-agent';
 export function describeAgentImage(image: string = DEFAULT_AGENT_IMAGE): string {
   return parseImageReference(image)?.digest ? image : `${image} (not pinned by digest)`;
 }
+
 /** On the ConfigMap: the sha256 of the bundle it holds, for whoever reads it (the Job carries its own). */
 export const AGENT_HASH_ANNOTATION = 'ccm-migrate/agent-sha256';
 const BUNDLE_KEY = 'agent.mjs';

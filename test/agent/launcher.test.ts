@@ -11,12 +11,13 @@ import { promisify } from 'node:util';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { agentBundle } from '../../lib/agent/bundle.ts';
 import { LAUNCHER_COMMAND } from '../../lib/agent/launcher.ts';
-import { HOST_ROOT_ENV, TERMINATION_LOG_ENV } from '../../lib/agent/main.ts';
+import { HOST_ROOT_ENV } from '../../lib/agent/main.ts';
 import {
   AGENT_BUNDLE_ENV,
   AGENT_REQUEST_ENV,
   AGENT_SHA256_ENV,
   AgentResultSchema,
+  TERMINATION_LOG_ENV,
 } from '../../lib/agent/protocol.ts';
 
 const FLAGS_ENV = '/var/lib/kubelet/kubeadm-flags.env';

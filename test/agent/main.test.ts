@@ -6,13 +6,8 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import {
-  agentMain,
-  HOST_ROOT_ENV,
-  RESTART_KUBELET_COMMAND,
-  TERMINATION_LOG_ENV,
-} from '../../lib/agent/main.ts';
-import { AGENT_REQUEST_ENV, AgentResultSchema } from '../../lib/agent/protocol.ts';
+import { agentMain, HOST_ROOT_ENV, RESTART_KUBELET_COMMAND } from '../../lib/agent/main.ts';
+import { AGENT_REQUEST_ENV, AgentResultSchema, TERMINATION_LOG_ENV } from '../../lib/agent/protocol.ts';
 
 const FLAGS_ENV = '/var/lib/kubelet/kubeadm-flags.env';
 const KUBEADM_FLAGS =
