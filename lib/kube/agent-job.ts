@@ -118,6 +118,14 @@ function ensureBundle(clients: KubeClients, namespace: string): Promise<string> 
   return done;
 }
 
+/**
+ * Forget that the bundle is in place, for one who just deleted its ConfigMap: the next Job of these clients
+ * (the next run in this process, a warm Lambda) applies it again instead of naming a bundle that is gone.
+ */
+export function forgetAgentBundle(clients: KubeClients, namespace = 'kube-system'): void {
+  ensured.get(clients)?.delete(namespace);
+}
+
 /** Apply the bundle unless the ConfigMap holds it already (its data, not its annotation); its sha256. */
 async function putBundle(clients: KubeClients, namespace: string): Promise<string> {
   const bundle = await agentBundle();
@@ -328,7 +336,7 @@ export async function runAgentJob(clients: KubeClients, opts: AgentJobOptions): 
   } catch (err) {
     if (!(err instanceof NotReadyYetError)) throw err;
     // The ConfigMap may have gone meanwhile: the retry checks it again.
-    ensured.get(clients)?.delete(namespace);
+    forgetAgentBundle(clients, namespace);
     const waiting = agentState((await jobPods(clients, namespace, name).catch(() => []))[0])?.waiting?.reason;
     throw new NotReadyYetError(`${err.message}${waiting ? ` (pod ${waiting})` : ''}`);
   }
@@ -347,7 +355,7 @@ export async function runAgentJob(clients: KubeClients, opts: AgentJobOptions): 
   }
   if (answer.data.refused) {
     // The ConfigMap may have changed since it was applied: the next attempt reads it again.
-    ensured.get(clients)?.delete(namespace);
+    forgetAgentBundle(clients, namespace);
     throw refusalError({
       refusal: answer.data.refused,
       node,
