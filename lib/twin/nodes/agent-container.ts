@@ -38,7 +38,12 @@ export type AgentStart =
   | { readonly kind: 'run' };
 
 /** The pod's ConfigMap volume key at `file`, as the kubelet mounts it; undefined when there is none. */
-function mountedConfigMapKey(ctx: TwinContext, pod: KubeObject, container: Container, file: string) {
+function mountedConfigMapKey(
+  ctx: TwinContext,
+  pod: KubeObject,
+  container: Container,
+  file: string,
+): string | undefined {
   const mount = container.volumeMounts?.find((m) => file.startsWith(`${m.mountPath.replace(/\/$/, '')}/`));
   const volume = (pod.spec as AgentPodSpec).volumes?.find((v) => v.name === mount?.name);
   if (!mount || !volume?.configMap) return undefined;
