@@ -50,7 +50,10 @@ export interface MigrationOrchestratorProps {
   readonly tableName?: string;
   /** Kubeconfig secrets are named `<prefix><clusterId>`; @default `ccm-migrate/clusters/` */
   readonly kubeconfigSecretPrefix?: string;
-  /** The node agent's image (any Node 22 image); @default lib/kube/agent-job.ts DEFAULT_AGENT_IMAGE */
+  /**
+   * The node agent's image (Node 22 and nsenter; a tag is allowed, a digest pins it);
+   * @default lib/kube/agent-job.ts DEFAULT_AGENT_IMAGE, pinned by digest
+   */
   readonly agentImage?: string;
   /** @default one year */
   readonly logRetention?: logs.RetentionDays;

@@ -20,6 +20,10 @@ export const ERROR_NAMES = {
   unsupportedProvider: 'UnsupportedProvider',
   /** The node agent refused or failed (a file it cannot parse, a write that failed). */
   agentFailed: 'AgentFailed',
+  /** The agent Job's bundle is not the one the run applied (its ConfigMap changed since): nothing ran. */
+  agentBundleMismatch: 'AgentBundleMismatch',
+  /** The agent image cannot run the agent (it has no nsenter): nothing ran. */
+  agentImageUnfit: 'AgentImageUnfit',
   /** The cluster did not end in the state the run promised. */
   verificationFailed: 'VerificationFailed',
   /** The input (flags, spec, kubeconfig) is wrong: nothing was changed. */
@@ -79,6 +83,16 @@ export class UnsupportedProviderError extends CcmMigrateError {
 
 export class AgentFailedError extends CcmMigrateError {
   override readonly name = ERROR_NAMES.agentFailed;
+  readonly retryable = false;
+}
+
+export class AgentBundleMismatchError extends CcmMigrateError {
+  override readonly name = ERROR_NAMES.agentBundleMismatch;
+  readonly retryable = false;
+}
+
+export class AgentImageUnfitError extends CcmMigrateError {
+  override readonly name = ERROR_NAMES.agentImageUnfit;
   readonly retryable = false;
 }
 

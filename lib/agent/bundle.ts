@@ -1,6 +1,7 @@
 /**
  * The agent as one file: lib/agent/main.ts and everything it imports (zod, yaml, diff) bundled by esbuild
- * into an ES module for Node 22, shipped to nodes in a ConfigMap, so any Node 22 image can run it.
+ * into an ES module for Node 22, shipped to nodes in a ConfigMap, so any image with Node 22 (and nsenter,
+ * which the Job checks) can run it. The Job's launcher imports it and calls `agentMain`.
  * A Lambda function cannot run esbuild, so the CDK stack builds the bundle when it bundles the function and
  * ships it next to the function's code (`agent.mjs`); without that file it is built here, once per process.
  */

@@ -10,13 +10,12 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { failure } from './ops/report.ts';
-import { AGENT_REQUEST_ENV, type AgentResult } from './protocol.ts';
+import { AGENT_REQUEST_ENV, type AgentResult, TERMINATION_LOG_ENV } from './protocol.ts';
 import { fitResult, runAgent } from './run.ts';
 
 export const HOST_ROOT_ENV = 'CCM_MIGRATE_AGENT_HOST_ROOT';
 /** Where the host's processes show (the pod has hostPID, so its own /proc does); moved only by tests. */
 export const PROC_ENV = 'CCM_MIGRATE_AGENT_PROC';
-export const TERMINATION_LOG_ENV = 'CCM_MIGRATE_AGENT_TERMINATION_LOG';
 
 /** systemd's kubelet, from the host's mount, UTS, IPC, network and PID namespaces (the pod has hostPID). */
 export const RESTART_KUBELET_COMMAND: readonly string[] = [

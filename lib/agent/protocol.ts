@@ -12,6 +12,11 @@ import * as z from 'zod';
 export const AGENT_NAME = 'ccm-migrate-agent';
 /** Environment variable carrying the JSON request. */
 export const AGENT_REQUEST_ENV = 'CCM_MIGRATE_AGENT_REQUEST';
+/** Where the agent writes its answer; @default /dev/termination-log (tests point it elsewhere). */
+export const TERMINATION_LOG_ENV = 'CCM_MIGRATE_AGENT_TERMINATION_LOG';
+/** Environment variables of the Job's launcher (lib/agent/launcher.ts): the bundle's path and its sha256. */
+export const AGENT_BUNDLE_ENV = 'CCM_MIGRATE_AGENT_BUNDLE';
+export const AGENT_SHA256_ENV = 'CCM_MIGRATE_AGENT_SHA256';
 /** Kubernetes keeps at most 4096 bytes of a termination message. */
 export const TERMINATION_MESSAGE_LIMIT = 4096;
 
@@ -139,6 +144,13 @@ export const FileReportSchema = z.object({
 });
 export type FileReport = z.infer<typeof FileReportSchema>;
 
+/**
+ * Why the Job's launcher did not run the agent at all (nothing on the node was touched): the bundle is not
+ * the one the Job names by sha256, or the image has no nsenter on PATH.
+ */
+export const AgentRefusalSchema = z.enum(['bundle-sha256', 'no-nsenter']);
+export type AgentRefusal = z.infer<typeof AgentRefusalSchema>;
+
 export const AgentResultSchema = z.object({
   op: z.string(),
   ok: z.boolean(),
@@ -169,6 +181,8 @@ export const AgentResultSchema = z.object({
     .optional(),
   /** inspect with backupsOf: per path that run backed up, the original's sha256 (null: it did not exist). */
   backups: z.record(z.string(), z.string().nullable()).optional(),
+  /** Set by the launcher when it refused to run the agent. */
+  refused: AgentRefusalSchema.optional(),
   error: z.string().optional(),
 });
 export type AgentResult = z.infer<typeof AgentResultSchema>;

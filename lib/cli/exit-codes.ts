@@ -13,7 +13,10 @@ export const EXIT = {
   preflightFailed: 3,
   /** The cluster could not be reached (or kept throttling) long enough to finish. */
   unreachable: 4,
-  /** The node agent refused or failed on a node (e.g. a file it cannot parse). */
+  /**
+   * The node agent refused or failed on a node (e.g. a file it cannot parse), or its Job did not run it
+   * (a bundle that is not the one applied, an image without nsenter).
+   */
   agentFailed: 5,
   /** The run finished its changes but the cluster is not in the promised state. */
   verificationFailed: 6,
@@ -37,6 +40,8 @@ const BY_ERROR: Readonly<Record<ErrorName, number>> = {
   [ERROR_NAMES.kubeApiThrottled]: EXIT.unreachable,
   [ERROR_NAMES.kubeApiRejected]: EXIT.failed,
   [ERROR_NAMES.agentFailed]: EXIT.agentFailed,
+  [ERROR_NAMES.agentBundleMismatch]: EXIT.agentFailed,
+  [ERROR_NAMES.agentImageUnfit]: EXIT.agentFailed,
   [ERROR_NAMES.verificationFailed]: EXIT.verificationFailed,
   [ERROR_NAMES.clusterLocked]: EXIT.locked,
   [ERROR_NAMES.notReadyYet]: EXIT.timedOut,

@@ -9,6 +9,7 @@ import {
   ImageReferenceSchema,
   OVERRIDABLE_CONTAINERS,
   overridableContainers,
+  parseImageReference,
 } from '../providers/image-overrides.ts';
 
 const EXAMPLE = 'cloud-controller-manager=mirror.example.com/provider-aws/cloud-controller-manager:v1.26.6';
@@ -35,6 +36,19 @@ export function collectImage(value: string, previous: ImageOverrides = {}): Imag
     throw new InvalidArgumentError(`${container} is given two images: ${before} and ${image}`);
   }
   return { ...previous, [container]: image };
+}
+
+/**
+ * `--agent-image`: any image reference; a tag without a digest is allowed (a mirror may retag), and the plan
+ * says it is not pinned.
+ */
+export function parseAgentImage(value: string): string {
+  if (!parseImageReference(value)) {
+    throw new InvalidArgumentError(
+      `${JSON.stringify(value)} is not an image reference ([registry[:port]/]repository[:tag][@digest])`,
+    );
+  }
+  return value;
 }
 
 /** `cloud-controller-manager, cloud-node-manager (azure)`: each container, and its providers unless all. */

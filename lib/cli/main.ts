@@ -24,7 +24,7 @@ import { awsMigrationCommand, awsStatusCommand } from './aws.ts';
 import { demo } from './demo.ts';
 import { driftCommand, fleetDriftCommand } from './drift.ts';
 import { CliError, EXIT, exitCodeForError } from './exit-codes.ts';
-import { imageOption } from './image-flag.ts';
+import { imageOption, parseAgentImage } from './image-flag.ts';
 import { migrationCommand } from './migration.ts';
 import { planCommand } from './plan.ts';
 import { providerRows, renderProviders } from './providers.ts';
@@ -99,7 +99,11 @@ function clusterCommand(program: Command, name: string, opts: { fleet?: boolean 
         'the provider you expect; a cluster that says otherwise is refused',
       ).choices(PROVIDERS),
     )
-    .option('--agent-image <image>', 'image of the node agent Jobs (any Node 22 image)');
+    .option(
+      '--agent-image <image>',
+      'image of the node agent Jobs (Node 22 and nsenter; the default is pinned by digest)',
+      parseAgentImage,
+    );
 }
 
 /** The flags that point a command at the deployed stack instead of a kubeconfig. */

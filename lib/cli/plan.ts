@@ -12,6 +12,7 @@ export function renderPlan(clusterId: string, server: string, plan: UpgradePlan)
     `  Kubernetes ${e.kubernetesVersion}, provider ${e.provider}, --cluster-name ${e.clusterName}`,
     `  control plane ${e.controlPlaneNodes.join(', ')}; ${e.workerNodes.length} worker(s)`,
     ...plan.images.map((i) => `  image ${describeImage(i)}`),
+    `  agent image ${plan.agentImage}`,
     `  leader migration ${plan.leaderMigration.enabled ? 'on' : 'off'}: ${plan.leaderMigration.reason}`,
     '',
   ];

@@ -1,7 +1,9 @@
 /**
  * Running the node agent on one node: a Job pinned to the node (spec.nodeName: no scheduler, every taint
  * tolerated), privileged with the host's `/` at /host and the host's PID namespace (to restart the kubelet
- * through nsenter), running the agent bundle from a ConfigMap. The answer is the pod's termination message.
+ * through nsenter), running the agent bundle from a ConfigMap through the launcher in its own spec, which
+ * first checks the image's nsenter and the bundle's sha256 (lib/agent/launcher.ts). The answer is the pod's
+ * termination message.
  *
  * The Job's name is a function of the request, so a retried step finds the Job of its earlier attempt
  * (409 on create) and reads that answer instead of running the agent twice. A Job is deleted once its
@@ -10,15 +12,20 @@
 import { createHash } from 'node:crypto';
 import type { KubernetesObject, V1Job, V1Pod } from '@kubernetes/client-node';
 import { agentBundle } from '../agent/bundle.ts';
+import { LAUNCHER_COMMAND } from '../agent/launcher.ts';
 import {
+  AGENT_BUNDLE_ENV,
   AGENT_NAME,
   AGENT_REQUEST_ENV,
+  AGENT_SHA256_ENV,
   type AgentRequest,
   AgentRequestSchema,
   type AgentResult,
   AgentResultSchema,
 } from '../agent/protocol.ts';
 import { AgentFailedError, InvalidInputError, NotReadyYetError } from '../errors.ts';
+import { parseImageReference } from '../providers/image-overrides.ts';
+import { refusalError } from './agent-refusal.ts';
 import { applyObjects } from './apply.ts';
 import type { KubeClients } from './clients.ts';
 import { call, httpStatus, orNotFound } from './errors.ts';
@@ -26,12 +33,24 @@ import { latest, type WaitOptions, waitFor, wakeOnObject } from './wait.ts';
 import { labelSelectorOf } from './well-known.ts';
 
 /**
- * Any image with Node 22 runs the bundle. The official image through ECR Public: no Docker Hub pull limits,
- * reachable from AWS without credentials; alpine keeps the pull small, and its busybox has nsenter.
+ * Any image with Node 22 and nsenter runs the bundle. The official image through ECR Public: no Docker Hub
+ * pull limits, reachable from AWS without credentials; alpine keeps the pull small, and its busybox has
+ * nsenter. Pinned by digest (the multi-arch index of node:22.14.0-alpine3.21, as Docker Hub publishes it and
+ * ECR Public mirrors it), so every node runs the same bytes whatever the tag points to later.
  */
-export const DEFAULT_AGENT_IMAGE = 'public.ecr.aws/docker/library/node:22-alpine';
+export const DEFAULT_AGENT_IMAGE =
+  'public.ecr.aws/docker/library/node:22.14.0-alpine3.21@sha256:9bef0ef1e268f60627da9ba7d7605e8831d5b56ad07487d24d1aa386336d1944';
 export const AGENT_CONFIGMAP = 'ccm-migrate-agent';
-/** On the ConfigMap: the sha256 of the bundle it holds, so an unchanged bundle is not applied again. */
+
+/**
+ * `<image>`, or `<image> (not pinned by digest)`: an operator's image may name a tag (a mirror that retags),
+ * and the plan says so, since whatever the tag points to then runs the checked bundle.
+ */
+export function describeAgentImage(image: string = DEFAULT_AGENT_IMAGE): string {
+  return parseImageReference(image)?.digest ? image : `${image} (not pinned by digest)`;
+}
+
+/** On the ConfigMap: the sha256 of the bundle it holds, for whoever reads it (the Job carries its own). */
 export const AGENT_HASH_ANNOTATION = 'ccm-migrate/agent-sha256';
 const BUNDLE_KEY = 'agent.mjs';
 const BUNDLE_DIR = '/opt/ccm-migrate';
@@ -80,13 +99,14 @@ export function agentJobName(node: string, request: AgentRequest): string {
 }
 
 /**
- * The bundle known to be in place (or being put there), per clients and namespace: one ConfigMap read per
- * process, not per Job, and one apply even when a preflight starts Jobs on every node at once.
+ * The bundle known to be in place (or being put there), per clients and namespace, by its sha256: one
+ * ConfigMap read per process, not per Job, and one apply even when a preflight starts Jobs on every node at
+ * once.
  */
-const ensured = new WeakMap<KubeClients, Map<string, Promise<void>>>();
+const ensured = new WeakMap<KubeClients, Map<string, Promise<string>>>();
 
-function ensureBundle(clients: KubeClients, namespace: string): Promise<void> {
-  const known = ensured.get(clients) ?? new Map<string, Promise<void>>();
+function ensureBundle(clients: KubeClients, namespace: string): Promise<string> {
+  const known = ensured.get(clients) ?? new Map<string, Promise<string>>();
   ensured.set(clients, known);
   let done = known.get(namespace);
   if (!done) {
@@ -98,7 +118,16 @@ function ensureBundle(clients: KubeClients, namespace: string): Promise<void> {
   return done;
 }
 
-async function putBundle(clients: KubeClients, namespace: string): Promise<void> {
+/**
+ * Forget that the bundle is in place, for one who just deleted its ConfigMap: the next Job of these clients
+ * (the next run in this process, a warm Lambda) applies it again instead of naming a bundle that is gone.
+ */
+export function forgetAgentBundle(clients: KubeClients, namespace = 'kube-system'): void {
+  ensured.get(clients)?.delete(namespace);
+}
+
+/** Apply the bundle unless the ConfigMap holds it already (its data, not its annotation); its sha256. */
+async function putBundle(clients: KubeClients, namespace: string): Promise<string> {
   const bundle = await agentBundle();
   const hash = sha256(bundle);
   const current = await orNotFound(
@@ -106,7 +135,7 @@ async function putBundle(clients: KubeClients, namespace: string): Promise<void>
       clients.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace }),
     ),
   );
-  if (current?.metadata?.annotations?.[AGENT_HASH_ANNOTATION] === hash) return;
+  if (current?.data?.[BUNDLE_KEY] === bundle) return hash;
   const configMap: KubernetesObject & { data: Record<string, string> } = {
     apiVersion: 'v1',
     kind: 'ConfigMap',
@@ -119,9 +148,10 @@ async function putBundle(clients: KubeClients, namespace: string): Promise<void>
     data: { [BUNDLE_KEY]: bundle },
   };
   await applyObjects(clients, [configMap]);
+  return hash;
 }
 
-function agentJob(name: string, namespace: string, opts: AgentJobOptions): V1Job {
+function agentJob(name: string, namespace: string, bundleSha256: string, opts: AgentJobOptions): V1Job {
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
@@ -145,8 +175,12 @@ function agentJob(name: string, namespace: string, opts: AgentJobOptions): V1Job
             {
               name: 'agent',
               image: opts.image ?? DEFAULT_AGENT_IMAGE,
-              command: ['node', `${BUNDLE_DIR}/${BUNDLE_KEY}`],
-              env: [{ name: AGENT_REQUEST_ENV, value: JSON.stringify(opts.request) }],
+              command: [...LAUNCHER_COMMAND],
+              env: [
+                { name: AGENT_REQUEST_ENV, value: JSON.stringify(opts.request) },
+                { name: AGENT_BUNDLE_ENV, value: `${BUNDLE_DIR}/${BUNDLE_KEY}` },
+                { name: AGENT_SHA256_ENV, value: bundleSha256 },
+              ],
               securityContext: { privileged: true },
               terminationMessagePolicy: 'File',
               volumeMounts: [
@@ -277,8 +311,8 @@ export async function runAgentJob(clients: KubeClients, opts: AgentJobOptions): 
     throw new InvalidInputError(`invalid agent request: ${parsed.error.issues[0]?.message}`);
   signal?.throwIfAborted();
   const name = agentJobName(node, opts.request);
-  await ensureBundle(clients, namespace);
-  await createOrReuse(clients, agentJob(name, namespace, opts), namespace);
+  const bundleSha256 = await ensureBundle(clients, namespace);
+  await createOrReuse(clients, agentJob(name, namespace, bundleSha256, opts), namespace);
 
   let pod: V1Pod | undefined;
   let outcome: { type: string; reason?: string } | undefined;
@@ -302,7 +336,7 @@ export async function runAgentJob(clients: KubeClients, opts: AgentJobOptions): 
   } catch (err) {
     if (!(err instanceof NotReadyYetError)) throw err;
     // The ConfigMap may have gone meanwhile: the retry checks it again.
-    ensured.get(clients)?.delete(namespace);
+    forgetAgentBundle(clients, namespace);
     const waiting = agentState((await jobPods(clients, namespace, name).catch(() => []))[0])?.waiting?.reason;
     throw new NotReadyYetError(`${err.message}${waiting ? ` (pod ${waiting})` : ''}`);
   }
@@ -318,6 +352,17 @@ export async function runAgentJob(clients: KubeClients, opts: AgentJobOptions): 
       ? `exit code ${terminated.exitCode}${terminated.reason ? `, ${terminated.reason}` : ''}`
       : `Job ${outcome?.type}${outcome?.reason ? ` (${outcome.reason})` : ''} without a finished pod`;
     throw new AgentFailedError(`agent on node ${node}: no answer from Job ${namespace}/${name} (${how})`);
+  }
+  if (answer.data.refused) {
+    // The ConfigMap may have changed since it was applied: the next attempt reads it again.
+    forgetAgentBundle(clients, namespace);
+    throw refusalError({
+      refusal: answer.data.refused,
+      node,
+      image: opts.image ?? DEFAULT_AGENT_IMAGE,
+      configMap: `${namespace}/${AGENT_CONFIGMAP}`,
+      detail: answer.data.error,
+    });
   }
   if (!answer.data.ok) throw new AgentFailedError(`agent on node ${node}: ${answer.data.error ?? 'failed'}`);
   return answer.data;

@@ -18,7 +18,7 @@ const DEFAULT_POLL_MS = 200;
 
 export interface LocalContextOptions {
   readonly clients: KubeClients;
-  /** The node agent's image (its code comes in a ConfigMap, so any Node 22 image works). */
+  /** The node agent's image (its code comes in a ConfigMap: any image with Node 22 and nsenter works). */
   readonly agentImage?: string;
   readonly waitMs?: number;
   readonly pollMs?: number;

@@ -14,6 +14,7 @@ import { createTwoFilesPatch } from 'diff';
 import { stringify } from 'yaml';
 import { parseFlags } from '../controlplane/flags.ts';
 import { OPENSTACK_CREDENTIALS_DIR } from '../controlplane/openstack-cloud-config.ts';
+import { describeAgentImage } from '../kube/agent-job.ts';
 import { describeObject, FIELD_MANAGER } from '../kube/apply.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import { call, orNotFound } from '../kube/errors.ts';
@@ -53,6 +54,8 @@ export interface UpgradePlan {
   readonly leaderMigration: LeaderMigrationDecision;
   /** The image each CCM container would run: the catalog's, or the operator's override. */
   readonly images: ContainerImage[];
+  /** The node agent's image, as describeAgentImage words it. */
+  readonly agentImage: string;
   readonly files: FileChange[];
   readonly objects: ObjectChange[];
 }
@@ -152,7 +155,15 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
     opts.options.leaderMigration,
   );
   const images = renderedImages(rendered, opts.options.images);
-  return { examination, action: actionOf(examination), leaderMigration, images, files, objects };
+  return {
+    examination,
+    action: actionOf(examination),
+    leaderMigration,
+    images,
+    agentImage: describeAgentImage(opts.agentImage),
+    files,
+    objects,
+  };
 }
 
 function actionOf(e: Omit<ClusterExamination, 'nodes' | 'files'>): string {

@@ -80,26 +80,26 @@ async function inspectNodes(
   const backups: BackupDigests = {};
   const renamed: Record<string, string> = {};
   const unedited: string[] = [];
-  await Promise.all(
-    nodes.map((node) =>
-      limit(async () => {
-        const name = nodeName(node);
-        const paths = isControlPlane(node) ? [...CONTROL_PLANE_MANIFESTS] : [];
-        const result = await ctx.agent(name, {
-          op: 'inspect',
-          runId,
-          paths,
-          ...(backupsOf ? { backupsOf } : {}),
-        });
-        files[name] = result.files;
-        if (result.backups) backups[name] = result.backups;
-        const external = result.host && externalNodeName(result.host.hostname, result.host.hostnameOverride);
-        if (external && external !== name) renamed[name] = external;
-        unedited.push(...uneditedKubeletFlags(name, result.kubeletFlags));
-        ctx.progress({ step: 'preflight', node: name, message: 'inspected' });
-      }),
-    ),
-  );
+  const inspect = async (node: V1Node): Promise<void> => {
+    const name = nodeName(node);
+    const paths = isControlPlane(node) ? [...CONTROL_PLANE_MANIFESTS] : [];
+    const result = await ctx.agent(name, {
+      op: 'inspect',
+      runId,
+      paths,
+      ...(backupsOf ? { backupsOf } : {}),
+    });
+    files[name] = result.files;
+    if (result.backups) backups[name] = result.backups;
+    const external = result.host && externalNodeName(result.host.hostname, result.host.hostnameOverride);
+    if (external && external !== name) renamed[name] = external;
+    unedited.push(...uneditedKubeletFlags(name, result.kubeletFlags));
+    ctx.progress({ step: 'preflight', node: name, message: 'inspected' });
+  };
+  // One Job first: an agent image or bundle its launcher refuses is reported by one Job, not by fifty.
+  const [first, ...rest] = nodes;
+  if (first) await inspect(first);
+  await Promise.all(rest.map((node) => limit(() => inspect(node))));
   return { files, backups, renamed, unedited };
 }
 

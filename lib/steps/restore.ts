@@ -14,6 +14,7 @@ import {
   AGENT_CONFIGMAP,
   agentJobName,
   cancelQueuedAgentJobs,
+  forgetAgentBundle,
   unfinishedAgentJobs,
 } from '../kube/agent-job.ts';
 import { applyObjects, describeObject } from '../kube/apply.ts';
@@ -199,7 +200,11 @@ async function releaseAgentCode(ctx: StepContext): Promise<boolean> {
     metadata: { name: AGENT_CONFIGMAP, namespace: 'kube-system' },
   };
   const queued = await unfinishedAgentJobs(ctx.clients);
-  if (queued.length === 0) return deleteIfPresent(ctx, agentCode);
+  if (queued.length === 0) {
+    const deleted = await deleteIfPresent(ctx, agentCode);
+    forgetAgentBundle(ctx.clients);
+    return deleted;
+  }
   const ownerReferences = queued.map((job) => ({
     apiVersion: 'batch/v1',
     kind: 'Job',

@@ -217,6 +217,17 @@ export const FaultSchema = z.discriminatedUnion('kind', [
 export type Fault = z.infer<typeof FaultSchema>;
 
 /**
+ * An image the twin's containers run, as far as it differs from the rest: every image is taken to have the
+ * programs the twin's pods run (node, nsenter) unless it says what it lacks.
+ */
+export const ImageSchema = z
+  .object({
+    /** Programs not on the image's PATH, e.g. `[nsenter]` for a Node image without util-linux or busybox. */
+    lacks: z.array(z.string().min(1)).default([]),
+  })
+  .strict();
+
+/**
  * An API object the cluster holds from the start, as kubeadm leaves them (the kubeadm-config ConfigMap, a
  * LoadBalancer Service …). Checked against the twin's resource types when the twin starts.
  */
@@ -238,6 +249,8 @@ export const TwinSpecSchema = z
     nodeGroups: z.array(NodeGroupSchema).min(1),
     faults: z.array(FaultSchema).default([]),
     objects: z.array(SpecObjectSchema).default([]),
+    /** Images by reference (as a pod names them) that lack programs; see ImageSchema. */
+    images: z.record(z.string().min(1), ImageSchema).default({}),
   })
   .strict()
   .superRefine((spec, ctx) => {

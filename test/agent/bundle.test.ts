@@ -6,8 +6,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { agentBundle } from '../../lib/agent/bundle.ts';
-import { HOST_ROOT_ENV, TERMINATION_LOG_ENV } from '../../lib/agent/main.ts';
-import { AGENT_REQUEST_ENV, AgentResultSchema } from '../../lib/agent/protocol.ts';
+import { HOST_ROOT_ENV } from '../../lib/agent/main.ts';
+import { AGENT_REQUEST_ENV, AgentResultSchema, TERMINATION_LOG_ENV } from '../../lib/agent/protocol.ts';
 
 const KAS = '/etc/kubernetes/manifests/kube-apiserver.yaml';
 

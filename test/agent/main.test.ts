@@ -12,9 +12,8 @@ import {
   HOSTNAME_COMMAND,
   PROC_ENV,
   RESTART_KUBELET_COMMAND,
-  TERMINATION_LOG_ENV,
 } from '../../lib/agent/main.ts';
-import { AGENT_REQUEST_ENV, AgentResultSchema } from '../../lib/agent/protocol.ts';
+import { AGENT_REQUEST_ENV, AgentResultSchema, TERMINATION_LOG_ENV } from '../../lib/agent/protocol.ts';
 
 const FLAGS_ENV = '/var/lib/kubelet/kubeadm-flags.env';
 const KUBEADM_FLAGS =

@@ -9,9 +9,9 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { InvalidArgumentError } from 'commander';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { EXIT } from '../../lib/cli/exit-codes.ts';
-import { collectImage } from '../../lib/cli/image-flag.ts';
+import { collectImage, parseAgentImage } from '../../lib/cli/image-flag.ts';
 import { main } from '../../lib/cli/main.ts';
-import { AGENT_CONFIGMAP } from '../../lib/kube/agent-job.ts';
+import { AGENT_CONFIGMAP, DEFAULT_AGENT_IMAGE } from '../../lib/kube/agent-job.ts';
 import { nodeFiles } from '../e2e/harness.ts';
 import { FIXTURES, fixtureTwins, type TestTwin } from '../twin/running-twin.ts';
 import { inProcessCli } from './in-process-cli.ts';
@@ -104,7 +104,25 @@ describe('ccm-migrate plan --image', () => {
     const t = await twins(FIXTURES.awsMini);
     expect(await cli.run(t, 'plan', '--image', `cloud-controller-manager=${MIRROR}`)).toBe(EXIT.ok);
     expect(cli.out).toContain(`  image cloud-controller-manager ${MIRROR} (override)\n`);
+    expect(cli.out).toContain(`  agent image ${DEFAULT_AGENT_IMAGE}\n`);
     expect(cli.out).toContain('nothing was changed.');
+  });
+});
+
+describe('--agent-image', () => {
+  it('takes a tag or a digest, and refuses what is not an image reference', () => {
+    expect(parseAgentImage('mirror.example.internal/node:22-alpine')).toBe(
+      'mirror.example.internal/node:22-alpine',
+    );
+    expect(parseAgentImage(DIGEST)).toBe(DIGEST);
+    expect(() => parseAgentImage('Mirror/Node 22')).toThrow(/"Mirror\/Node 22" is not an image reference/);
+  });
+
+  it('is shown by the plan as not pinned when it names no digest', async () => {
+    const t = await twins(FIXTURES.awsMini);
+    const tagged = 'mirror.example.internal/node:22-alpine';
+    expect(await cli.run(t, 'plan', '--agent-image', tagged)).toBe(EXIT.ok);
+    expect(cli.out).toContain(`  agent image ${tagged} (not pinned by digest)\n`);
   });
 });
 

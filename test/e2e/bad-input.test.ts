@@ -3,9 +3,11 @@
  * no object applied. (Unreachable APIs, unknown contexts and broken kubeconfigs: test/cli/upgrade.test.ts.)
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { AGENT_CONFIGMAP, runAgentJob } from '../../lib/kube/agent-job.ts';
 import { localContext } from '../../lib/local/context.ts';
 import { runLocally } from '../../lib/local/engine.ts';
 import { migrationWorkflow, stepHandlers } from '../../lib/local/migration.ts';
+import type { TwinSpec } from '../../lib/twin/spec.ts';
 import { FIXTURES, type FileEdit, fixtureSpec, kubeletExternal } from '../twin/running-twin.ts';
 import { type E2E, nodeFiles, startE2E } from './harness.ts';
 
@@ -19,16 +21,24 @@ afterEach(async () => {
 });
 
 async function expectRefused(
-  setup: { edits?: FileEdit[]; before?: (run: E2E) => Promise<void>; provider?: 'azure' },
+  setup: {
+    edits?: FileEdit[];
+    before?: (run: E2E) => Promise<void>;
+    provider?: 'azure';
+    images?: TwinSpec['images'];
+    agentImage?: string;
+  },
   error: string,
   message: RegExp,
 ): Promise<void> {
-  e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini, { edits: setup.edits ?? [] }));
+  const spec = await fixtureSpec(FIXTURES.awsMini, { edits: setup.edits ?? [] });
+  e2e = await startE2E({ ...spec, images: setup.images ?? {} });
   await setup.before?.(e2e);
   const files = await nodeFiles(e2e.t);
   const result = await e2e.upgrade({
     options: setup.provider ? { provider: setup.provider } : {},
     waitMs: 500,
+    ...(setup.agentImage ? { agentImage: setup.agentImage } : {}),
   });
   expect(result.status).toBe('FAILED');
   expect(result.error?.name, result.error?.cause).toBe(error);
@@ -85,6 +95,44 @@ describe('an upgrade refused in preflight', () => {
       'PreflightFailed',
       /half-migrated by a run ccm-migrate does not know/,
     );
+  });
+
+  it('refuses an agent bundle edited since it was applied, at the first agent Job', async () => {
+    await expectRefused(
+      {
+        before: async ({ t }) => {
+          // These clients applied the bundle: the run does not read it again, the Job's launcher checks it.
+          await runAgentJob(t, { node: 'cp-1', request: { op: 'inspect', runId: 'r' }, pollMs: 10 });
+          const cm = await t.core.readNamespacedConfigMap({
+            name: AGENT_CONFIGMAP,
+            namespace: 'kube-system',
+          });
+          const edited = { 'agent.mjs': `${cm.data?.['agent.mjs']}\n// edited\n` };
+          await t.core.replaceNamespacedConfigMap({
+            name: AGENT_CONFIGMAP,
+            namespace: 'kube-system',
+            body: { ...cm, data: edited },
+          });
+        },
+      },
+      'AgentBundleMismatch',
+      /the agent bundle in ConfigMap kube-system\/ccm-migrate-agent is not the one this run applied.*nothing on node cp-1 was changed/,
+    );
+  });
+
+  it('refuses an agent image without nsenter, at the first agent Job', async () => {
+    const image = 'mirror.example.com/library/node:22-alpine';
+    await expectRefused(
+      { images: { [image]: { lacks: ['nsenter'] } }, agentImage: image },
+      'AgentImageUnfit',
+      /^the agent image mirror\.example\.com\/library\/node:22-alpine has no nsenter; .*nothing on node cp-1 was changed/,
+    );
+    // The first Job alone says so: not one Job per node.
+    const jobsCreated = e2e?.t.twin.api
+      .stats()
+      .answers.filter((a) => a.verb === 'create' && a.resource === 'jobs' && a.code === 201)
+      .reduce((n, a) => n + a.count, 0);
+    expect(jobsCreated).toBe(1);
   });
 
   it('ends ClusterLocked for a second run of a cluster another run holds, and leaves that run alone', async () => {

@@ -3,12 +3,19 @@
  * Jobs pinned to a node against that node's files and restarts its kubelet when the agent asks.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import type { V1Job } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentBundle } from '../../lib/agent/bundle.ts';
-import { AGENT_REQUEST_ENV, type AgentRequest } from '../../lib/agent/protocol.ts';
+import { LAUNCHER_COMMAND } from '../../lib/agent/launcher.ts';
 import {
+  AGENT_BUNDLE_ENV,
+  AGENT_REQUEST_ENV,
+  AGENT_SHA256_ENV,
+  type AgentRequest,
+} from '../../lib/agent/protocol.ts';
+import {
+  AgentBundleMismatchError,
   AgentFailedError,
   ClusterUnreachableError,
   InvalidInputError,
@@ -22,6 +29,7 @@ import {
   runAgentJob,
 } from '../../lib/kube/agent-job.ts';
 import { clientsFromKubeconfigFile, clientsFromKubeconfigText } from '../../lib/kube/clients.ts';
+import { parseImageReference } from '../../lib/providers/image-overrides.ts';
 import { hostPath } from '../../lib/twin/context.ts';
 import { eventually, FIXTURES, fixtureSpec, startTestTwin, type TestTwin } from '../twin/running-twin.ts';
 
@@ -72,23 +80,35 @@ describe('runAgentJob against the twin', () => {
     await eventually(() => jobGone(agentJobName('cp-1', request)), { what: 'the Job deleted' });
   });
 
-  it('leaves the bundle ConfigMap alone when its hash already matches', async () => {
+  it('leaves the bundle ConfigMap alone when it holds the bundle', async () => {
     const before = await t.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace: NS });
     const fresh = clientsFromKubeconfigFile(t.twin.kubeconfigPath);
     await runAgentJob(fresh, { node: 'cp-1', request: { op: 'inspect', runId: 'r2' }, ...FAST });
     const after = await t.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace: NS });
     expect(after.metadata?.resourceVersion).toBe(before.metadata?.resourceVersion);
-    // Known to be in place for these clients: not read again, so a ConfigMap deleted meanwhile stays gone…
-    await t.core.deleteNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace: NS });
-    await runAgentJob(fresh, { node: 'cp-1', request: { op: 'inspect', runId: 'r3' }, ...FAST });
-    await expect(t.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace: NS })).rejects.toThrow();
-    // …until other clients (the next Lambda, the next run) look and put it back.
-    await runAgentJob(t, { node: 'cp-1', request: { op: 'inspect', runId: 'r4' }, ...FAST });
-    await runAgentJob(clientsFromKubeconfigFile(t.twin.kubeconfigPath), {
-      node: 'cp-1',
-      request: { op: 'inspect', runId: 'r5' },
-      ...FAST,
+  });
+
+  it('refuses to run a bundle edited since it was applied, changing nothing, and applies it again next time', async () => {
+    const fresh = clientsFromKubeconfigFile(t.twin.kubeconfigPath);
+    await runAgentJob(fresh, { node: 'worker-1', request: { op: 'inspect', runId: 'r3' }, ...FAST });
+    // Known to be in place for these clients, so not read again: the Job itself finds the edit.
+    const cm = await t.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace: NS });
+    const edited = `${cm.data?.['agent.mjs']}\n// edited\n`;
+    await t.core.replaceNamespacedConfigMap({
+      name: AGENT_CONFIGMAP,
+      namespace: NS,
+      body: { ...cm, data: { 'agent.mjs': edited } },
     });
+    const flags = await readFile(hostPath(t.twin.stateDir, 'worker-1', FLAGS_ENV), 'utf8');
+    const refused = runAgentJob(fresh, { node: 'worker-1', request: toExternal('r3'), ...FAST });
+    await expect(refused).rejects.toThrow(AgentBundleMismatchError);
+    await expect(refused).rejects.toThrow(
+      /ConfigMap kube-system\/ccm-migrate-agent is not the one this run applied.*nothing on node worker-1 was changed/,
+    );
+    await expect(refused).rejects.toThrow(createHash('sha256').update(edited).digest('hex'));
+    expect(await readFile(hostPath(t.twin.stateDir, 'worker-1', FLAGS_ENV), 'utf8')).toBe(flags);
+    // The next attempt reads the ConfigMap again: its data, not its annotation, says it is not the bundle.
+    await runAgentJob(fresh, { node: 'worker-1', request: { op: 'inspect', runId: 'r4' }, ...FAST });
     const restored = await t.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace: NS });
     expect(restored.data?.['agent.mjs']).toBe(await agentBundle());
   });
@@ -211,8 +231,17 @@ describe('runAgentJob against the twin', () => {
     });
     expect(pod?.containers[0]).toMatchObject({
       image: DEFAULT_AGENT_IMAGE,
-      command: ['node', '/opt/ccm-migrate/agent.mjs'],
-      env: [{ name: AGENT_REQUEST_ENV, value: JSON.stringify(request) }],
+      command: LAUNCHER_COMMAND,
+      env: [
+        { name: AGENT_REQUEST_ENV, value: JSON.stringify(request) },
+        { name: AGENT_BUNDLE_ENV, value: '/opt/ccm-migrate/agent.mjs' },
+        {
+          name: AGENT_SHA256_ENV,
+          value: createHash('sha256')
+            .update(await agentBundle())
+            .digest('hex'),
+        },
+      ],
       securityContext: { privileged: true },
       volumeMounts: [
         { name: 'host', mountPath: '/host' },
@@ -230,6 +259,10 @@ describe('runAgentJob against the twin', () => {
 });
 
 describe('runAgentJob without a cluster', () => {
+  it('runs an agent image pinned by digest unless told otherwise', () => {
+    expect(parseImageReference(DEFAULT_AGENT_IMAGE)?.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+  });
+
   it('refuses a request the agent would refuse, before creating anything', async () => {
     const request = { op: 'set-flags', runId: 'no spaces allowed' } as AgentRequest;
     await expect(runAgentJob(t, { node: 'cp-1', request })).rejects.toThrow(InvalidInputError);

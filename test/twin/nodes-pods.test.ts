@@ -147,6 +147,21 @@ describe('node agent pods', () => {
   });
 });
 
+describe('agent pods on an image that lacks a program', () => {
+  it('does not start a container whose image lacks the program it runs', async () => {
+    h = await startHarness(await miniSpec({ overrides: { images: { 'bare:1': { lacks: ['node'] } } } }));
+    const bare: Loose = agentPod('bare', 'worker-1', { op: 'inspect', runId: 'r' });
+    Object.assign(bare.spec.containers[0], { image: 'bare:1', command: ['node', '/x.mjs'] });
+    h.store.create('pods', bare);
+    await waitFor(() => phase('bare') === 'Failed', 'the pod to fail');
+    expect(current('bare').status.containerStatuses[0].state.terminated).toMatchObject({
+      exitCode: 128,
+      reason: 'StartError',
+      message: 'exec: "node": executable file not found in $PATH',
+    });
+  });
+});
+
 describe('termination messages', () => {
   it('are cut to the limit in bytes without splitting a character', () => {
     expect(truncateMessage('abc', 5)).toBe('abc');

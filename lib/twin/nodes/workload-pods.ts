@@ -3,7 +3,8 @@
  * that node's kubelet: Running and Ready after latencies.podStart; pods that do not restart (Job pods)
  * then complete with exit code 0. Node agent pods (label app.kubernetes.io/name=ccm-migrate-agent) run
  * the agent in-process against the node's directory after latencies.jobStart and report its result
- * through the container's termination message, as the real agent container does.
+ * through the container's termination message, as the real agent container does, unless their container
+ * does not start or its launcher refuses (agent-container.ts).
  */
 import {
   AGENT_NAME,
@@ -14,6 +15,7 @@ import {
 import { runAgent } from '../../agent/run.ts';
 import { nodeRoot, type TwinContext } from '../context.ts';
 import type { KubeObject } from '../store.ts';
+import { agentContainerStart } from './agent-container.ts';
 import { type ContainerState, type ContainersView, nowISO, podStatus } from './pod-status.ts';
 import { CONFIG_MIRROR } from './static-pods.ts';
 import type { Timers } from './timers.ts';
@@ -214,6 +216,15 @@ export class WorkloadPodRunner {
     startedAt: string,
     current: () => KubeObject | undefined,
   ): Promise<void> {
+    const start = agentContainerStart(this.#ctx, pod);
+    if (start.kind === 'not-started') {
+      this.#finish(pod, host, podIP, startedAt, 128, 'StartError', start.message);
+      return;
+    }
+    if (start.kind === 'refused') {
+      this.#finish(pod, host, podIP, startedAt, 1, 'Error', JSON.stringify(start.answer));
+      return;
+    }
     const env = specOf(pod).containers?.flatMap((c) => c.env ?? []) ?? [];
     const raw = env.find((e) => e.name === AGENT_REQUEST_ENV)?.value;
     let result: AgentResult | undefined;
