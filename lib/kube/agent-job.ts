@@ -18,9 +18,10 @@ import {
   type AgentResult,
   AgentResultSchema,
 } from '../agent/protocol.ts';
-import { AgentFailedError, InvalidInputError, NotReadyYetError } from '../errors.ts';
+import { AgentFailedError, DeadlineReachedError, InvalidInputError, NotReadyYetError } from '../errors.ts';
 import { applyObjects } from './apply.ts';
 import type { KubeClients } from './clients.ts';
+import type { Deadline } from './deadline.ts';
 import { call, httpStatus, orNotFound } from './errors.ts';
 import { latest, type WaitOptions, waitFor, wakeOnObject } from './wait.ts';
 import { labelSelectorOf } from './well-known.ts';
@@ -60,6 +61,8 @@ export interface AgentJobOptions {
   readonly timeoutMs?: number;
   /** @default 1 s */
   readonly pollMs?: number;
+  /** The invocation's deadline, which the call's waits draw on. */
+  readonly deadline: Deadline;
   readonly signal?: AbortSignal;
 }
 
@@ -266,17 +269,18 @@ async function deleteJob(
 
 /**
  * Run one agent request on `node` and return its answer. ok:false → AgentFailedError with the agent's
- * error; no answer within the timeout → NotReadyYetError with the Job left for the retry; API trouble →
- * the named errors of `call()`.
+ * error; no answer within the timeout → NotReadyYetError with the Job left for the retry (DeadlineReached
+ * when the invocation's time ran out first); API trouble → the named errors of `call()`.
  */
 export async function runAgentJob(clients: KubeClients, opts: AgentJobOptions): Promise<AgentResult> {
-  const namespace = opts.namespace ?? 'kube-system';
-  const { node, signal } = opts;
   const parsed = AgentRequestSchema.safeParse(opts.request);
   if (!parsed.success)
     throw new InvalidInputError(`invalid agent request: ${parsed.error.issues[0]?.message}`);
-  signal?.throwIfAborted();
+  opts.signal?.throwIfAborted();
+  const namespace = opts.namespace ?? 'kube-system';
+  const { node, signal } = opts;
   const name = agentJobName(node, opts.request);
+  const wait = { waitMs: opts.timeoutMs ?? 60_000, pollMs: opts.pollMs ?? 1000, deadline: opts.deadline };
   await ensureBundle(clients, namespace);
   await createOrReuse(clients, agentJob(name, namespace, opts), namespace);
 
@@ -292,27 +296,21 @@ export async function runAgentJob(clients: KubeClients, opts: AgentJobOptions): 
         );
         return job && finished(job);
       },
-      {
-        waitMs: opts.timeoutMs ?? 60_000,
-        pollMs: opts.pollMs ?? 1000,
-        wakeOn: wakeOnObject(clients, `/apis/batch/v1/namespaces/${namespace}/jobs`, name),
-      },
+      { ...wait, wakeOn: wakeOnObject(clients, `/apis/batch/v1/namespaces/${namespace}/jobs`, name) },
     );
     pod = (await jobPods(clients, namespace, name)).find((p) => agentState(p)?.terminated);
   } catch (err) {
-    if (!(err instanceof NotReadyYetError)) throw err;
+    if (!(err instanceof NotReadyYetError || err instanceof DeadlineReachedError)) throw err;
     // The ConfigMap may have gone meanwhile: the retry checks it again.
     ensured.get(clients)?.delete(namespace);
     const waiting = agentState((await jobPods(clients, namespace, name).catch(() => []))[0])?.waiting?.reason;
-    throw new NotReadyYetError(`${err.message}${waiting ? ` (pod ${waiting})` : ''}`);
+    if (waiting) err.message = `${err.message} (pod ${waiting})`;
+    throw err;
   }
 
   const terminated = agentState(pod)?.terminated;
   const answer = AgentResultSchema.safeParse(safeJson(terminated?.message));
-  await deleteJob(clients, namespace, name, {
-    waitMs: opts.timeoutMs ?? 60_000,
-    pollMs: opts.pollMs ?? 1000,
-  });
+  await deleteJob(clients, namespace, name, wait);
   if (!answer.success) {
     const how = terminated
       ? `exit code ${terminated.exitCode}${terminated.reason ? `, ${terminated.reason}` : ''}`

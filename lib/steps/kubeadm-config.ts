@@ -14,6 +14,7 @@ import {
 import { retryOnConflict } from '../kube/conflicts.ts';
 import { call, orNotFound } from '../kube/errors.ts';
 import type { ClusterAccess } from './cluster.ts';
+import type { StepContext } from './context.ts';
 
 async function readKubeadmConfigMap(ctx: ClusterAccess): Promise<V1ConfigMap | undefined> {
   return orNotFound(
@@ -31,13 +32,16 @@ export async function readClusterConfiguration(ctx: ClusterAccess): Promise<stri
   return (await readKubeadmConfigMap(ctx))?.data?.[KUBEADM_CONFIG.key];
 }
 
+/** What writing kubeadm-config takes: the cluster, and the invocation's deadline for conflict retries. */
+type ConfigWriter = Pick<StepContext, 'clients' | 'deadline'>;
+
 /**
  * Replace the ClusterConfiguration with `change(text)`; whether it changed. The replace carries the
  * resourceVersion read: a concurrent change is a 409, and the change is made again on what is there now
  * (retryOnConflict), never written over it.
  */
 export function updateClusterConfiguration(
-  ctx: ClusterAccess,
+  ctx: ConfigWriter,
   change: (text: string) => string,
 ): Promise<boolean> {
   return retryOnConflict(async () => {
@@ -54,11 +58,11 @@ export function updateClusterConfiguration(
       }),
     );
     return true;
-  });
+  }, ctx);
 }
 
 /** Apply `edit` to the ClusterConfiguration; whether it changed. */
-export function editKubeadmConfig(ctx: ClusterAccess, edit: ClusterConfigurationEdit): Promise<boolean> {
+export function editKubeadmConfig(ctx: ConfigWriter, edit: ClusterConfigurationEdit): Promise<boolean> {
   return updateClusterConfiguration(ctx, (text) => editClusterConfiguration(text, edit).text);
 }
 
@@ -67,7 +71,7 @@ export function editKubeadmConfig(ctx: ClusterAccess, edit: ClusterConfiguration
  * revertClusterConfiguration); how it went, 'unchanged' also when the cluster has no kubeadm-config.
  */
 export async function revertKubeadmConfig(
-  ctx: ClusterAccess,
+  ctx: ConfigWriter,
   original: string,
   edit: ClusterConfigurationEdit,
 ): Promise<Reverted> {

@@ -88,18 +88,18 @@ describe('an upgrade refused in preflight', () => {
   });
 
   it('ends ClusterLocked for a second run of a cluster another run holds, and leaves that run alone', async () => {
-    e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini));
-    await e2e.store.begin({ clusterId: 'aws-mini', runId: 'up-other', kind: 'upgrade' });
+    const run = await startE2E(await fixtureSpec(FIXTURES.awsMini));
+    e2e = run;
+    await run.store.begin({ clusterId: 'aws-mini', runId: 'up-other', kind: 'upgrade' });
     // As in AWS, where each request names its own run: not local mode, which resumes the holder.
-    const ctx = { ...localContext({ clients: e2e.t, pollMs: 10 }), store: e2e.store };
     const result = await runLocally({
       workflow: migrationWorkflow('upgrade'),
-      handlers: stepHandlers(ctx),
+      handlers: stepHandlers(() => ({ ...localContext({ clients: run.t, pollMs: 10 }), store: run.store })),
       input: { clusterId: 'aws-mini', runId: 'up-second', maxUnavailable: 1, options: {} },
     });
     expect(result.error?.name, result.error?.cause).toBe('ClusterLocked');
     expect(result.error?.cause).toMatch(/held by upgrade run up-other/);
-    expect((await e2e.store.current('aws-mini'))?.runId).toBe('up-other');
-    expect(await e2e.store.get('aws-mini', 'up-second')).toBeUndefined();
+    expect((await run.store.current('aws-mini'))?.runId).toBe('up-other');
+    expect(await run.store.get('aws-mini', 'up-second')).toBeUndefined();
   });
 });
