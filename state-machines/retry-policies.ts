@@ -20,7 +20,7 @@ export const WAIT_FOR_CLUSTER: sfn.RetryProps = {
 /**
  * A step cut by its invocation's deadline (lib/kube/deadline.ts) before Lambda's timeout: it was getting on,
  * and being idempotent it resumes where it stopped. Intervals 1, 2, 4 s: 3 more invocations of at most
- * 3 min (STEP_TIMEOUT_MS), so a step that keeps being cut gives up after ≈ 12 min in all.
+ * 4 min (STEP_TIMEOUT_MS), so a step that keeps being cut gives up after ≈ 16 min in all.
  */
 export const RESUME_AFTER_DEADLINE: sfn.RetryProps = {
   errors: [ERROR_NAMES.deadlineReached],

@@ -57,11 +57,11 @@ export interface AgentJobOptions {
   readonly namespace?: string;
   /** @default DEFAULT_AGENT_IMAGE */
   readonly image?: string;
-  /** How long to wait for the answer before NotReadyYet; @default 60 s. */
+  /** How long the call may take, its Job's deletion included, before NotReadyYet; @default 60 s. */
   readonly timeoutMs?: number;
   /** @default 1 s */
   readonly pollMs?: number;
-  /** The invocation's deadline, which the call's waits draw on. */
+  /** The invocation's deadline: the call is one draw on it. */
   readonly deadline: Deadline;
   readonly signal?: AbortSignal;
 }
@@ -240,8 +240,8 @@ function agentState(pod: V1Pod | undefined) {
 
 /**
  * Delete the Job once its answer is read. A single control plane whose kube-apiserver the agent just
- * restarted answers nothing for a while: keep trying within the same bound as the wait. Past it, the Job is
- * left to its TTL (and a retry reads the same answer).
+ * restarted answers nothing for a while: keep trying within what is left of the call's bound. Past it, the
+ * Job is left to its TTL (and a retry reads the same answer).
  */
 async function deleteJob(
   clients: KubeClients,
@@ -277,10 +277,16 @@ export async function runAgentJob(clients: KubeClients, opts: AgentJobOptions): 
   if (!parsed.success)
     throw new InvalidInputError(`invalid agent request: ${parsed.error.issues[0]?.message}`);
   opts.signal?.throwIfAborted();
+  // The whole call, the Job's deletion too, is one draw on the invocation's deadline: a step's worst case
+  // counts it once.
+  return opts.deadline.within(opts.timeoutMs ?? 60_000, (bound) => runJob(clients, opts, bound));
+}
+
+async function runJob(clients: KubeClients, opts: AgentJobOptions, bound: Deadline): Promise<AgentResult> {
   const namespace = opts.namespace ?? 'kube-system';
   const { node, signal } = opts;
   const name = agentJobName(node, opts.request);
-  const wait = { waitMs: opts.timeoutMs ?? 60_000, pollMs: opts.pollMs ?? 1000, deadline: opts.deadline };
+  const wait = { waitMs: bound.remainingMs(), pollMs: opts.pollMs ?? 1000, deadline: bound };
   await ensureBundle(clients, namespace);
   await createOrReuse(clients, agentJob(name, namespace, opts), namespace);
 
