@@ -2,7 +2,8 @@
  * One deadline per invocation, on the twin: flip-kubelet waits for its agent Job, then for the node to be
  * Ready after the kubelet restart, each well within its own bound. With a deadline shorter than the two
  * together it ends at the deadline with DeadlineReached (which the state machine retries) instead of taking
- * both, and run again it leaves the cluster as a run nobody cut does.
+ * both, and run again it leaves the cluster as a run nobody cut does. A whole upgrade whose invocations each
+ * get less time than a kubelet restart is cut, resumed by the state machine's retry, and ends as one uncut.
  */
 import { afterEach, expect, it } from 'vitest';
 import { DeadlineReachedError } from '../../lib/errors.ts';
@@ -42,9 +43,15 @@ function flipKubelet(run: E2E, deadline: Deadline): Promise<unknown> {
   });
 }
 
-/** What the step leaves: every node file's bytes, the kubelet's flags, the node's readiness, agent Jobs. */
-async function clusterState(run: E2E) {
-  const files = [...(await nodeFiles(run.t))].map(([file, digest]) => [file, digest.split(' ')[0]]);
+/**
+ * What a step or a run leaves: every node file's bytes (under the run's id where the agent keeps backups),
+ * the kubelet's flags, the node's readiness, agent Jobs.
+ */
+async function clusterState(run: E2E, runId?: string) {
+  const files = [...(await nodeFiles(run.t))].map(([file, digest]) => [
+    runId ? file.replaceAll(runId, '<run>') : file,
+    digest.split(' ')[0],
+  ]);
   const jobs = await run.t.batch.listNamespacedJob({ namespace: 'kube-system' });
   return {
     files: files.sort(),
@@ -72,4 +79,23 @@ it('ends a step whose two waits outlast the deadline with DeadlineReached at the
   await flipKubelet(uncut, Deadline.in(KUBELET_RESTART_MS * 10));
   expect(await clusterState(cut)).toEqual(await clusterState(uncut));
   expect((await clusterState(cut)).ready).toBe(true);
+});
+
+it('resumes an upgrade whose steps the deadline cuts, and ends it as an upgrade nobody cut', async () => {
+  const cut = await slowKubeletTwin();
+  let resumed = 0;
+  const up = await cut.upgrade({
+    stepBudgetMs: BUDGET_MS,
+    onEvent: (e) => {
+      if (e.type === 'StateRetried' && e.retry.retrier.ErrorEquals.includes('DeadlineReached')) resumed += 1;
+    },
+  });
+  expect(up.error, up.error?.cause).toBeUndefined();
+  // Every kubelet's flip at least: its restart outlasts an invocation.
+  expect(resumed).toBeGreaterThanOrEqual(cut.t.twin.spec.nodeGroups.reduce((n, g) => n + g.count, 0));
+
+  const uncut = await slowKubeletTwin();
+  const plain = await uncut.upgrade();
+  expect(plain.error, plain.error?.cause).toBeUndefined();
+  expect(await clusterState(cut, up.runId)).toEqual(await clusterState(uncut, plain.runId));
 });
