@@ -18,12 +18,12 @@ export class Deadline {
   }
 
   /** The invocation's deadline, `ms` from now. */
-  static in(ms: number, now = Date.now()): Deadline {
-    return new Deadline(now + ms, true);
+  static in(ms: number): Deadline {
+    return new Deadline(Date.now() + ms, true);
   }
 
-  remainingMs(now = Date.now()): number {
-    return Math.max(0, this.at - now);
+  remainingMs(): number {
+    return Math.max(0, this.at - Date.now());
   }
 
   /**
