@@ -29,6 +29,7 @@ import {
 import { Construct } from 'constructs';
 import { DEFAULT_KUBECONFIG_SECRET_PREFIX, ENV } from '../lib/aws/env.ts';
 import { executionEndedPattern, MIGRATION_REQUESTED_PATTERN, NOTIFY_PATTERN } from '../lib/events.ts';
+import { STEP_TIMEOUT_MS } from '../lib/steps/time-budget.ts';
 import { RUN_TABLE } from '../lib/store/table.ts';
 import { DOWNGRADE_TIMEOUT, downgradeDefinition } from '../state-machines/downgrade.ts';
 import { DRIFT_TIMEOUT, driftDefinition } from '../state-machines/drift.ts';
@@ -151,8 +152,8 @@ export class MigrationOrchestrator extends Construct {
         depsLockFilePath: `${PROJECT_ROOT}/package-lock.json`,
         runtime: lambda.Runtime.NODEJS_22_X,
         architecture: lambda.Architecture.ARM_64,
-        // A step waits ≤ 60 s for the cluster, and an agent Job ≤ 60 s more inside one invocation.
-        timeout: cluster ? Duration.minutes(3) : Duration.seconds(30),
+        // A step's waits share one deadline this long less a margin (lib/steps/time-budget.ts).
+        timeout: cluster ? Duration.millis(STEP_TIMEOUT_MS) : Duration.seconds(30),
         memorySize: cluster ? 512 : 256,
         tracing: lambda.Tracing.ACTIVE,
         bundling: bundlingFor(fid),

@@ -8,6 +8,11 @@
 export const ERROR_NAMES = {
   /** The cluster has not reached the state the step waits for yet; retried with backoff. */
   notReadyYet: 'NotReadyYet',
+  /**
+   * The step used up its invocation's time (the Lambda timeout less a margin) before its waits ended; retried
+   * at once: every step is idempotent, so the next invocation resumes where this one stopped.
+   */
+  deadlineReached: 'DeadlineReached',
   /** The API server answered 429 or 5xx; retried with backoff. */
   kubeApiThrottled: 'KubeApiThrottled',
   /** The API server refused a request (403, 404, 409, 422 …) that the step did not expect. */
@@ -46,6 +51,11 @@ export abstract class CcmMigrateError extends Error {
 
 export class NotReadyYetError extends CcmMigrateError {
   override readonly name = ERROR_NAMES.notReadyYet;
+  readonly retryable = true;
+}
+
+export class DeadlineReachedError extends CcmMigrateError {
+  override readonly name = ERROR_NAMES.deadlineReached;
   readonly retryable = true;
 }
 

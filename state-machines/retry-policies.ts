@@ -18,6 +18,18 @@ export const WAIT_FOR_CLUSTER: sfn.RetryProps = {
 };
 
 /**
+ * A step cut by its invocation's deadline (lib/kube/deadline.ts) before Lambda's timeout: it was getting on,
+ * and being idempotent it resumes where it stopped. Intervals 1, 2, 4 s: 3 more invocations of at most
+ * 5 min (STEP_TIMEOUT_MS), so a step that keeps being cut gives up after ≈ 20 min in all.
+ */
+export const RESUME_AFTER_DEADLINE: sfn.RetryProps = {
+  errors: [ERROR_NAMES.deadlineReached],
+  interval: Duration.seconds(1),
+  backoffRate: 2,
+  maxAttempts: 3,
+};
+
+/**
  * The API throttled (429/5xx) or vanished (a single control-plane cluster restarting its API server).
  * Intervals 2, 4, 8, 16, 32, 64 s with full jitter: at most ≈ 2.1 min.
  */
@@ -30,4 +42,8 @@ export const TRANSIENT_API: sfn.RetryProps = {
 };
 
 /** Every retry policy a step Task gets, most specific first. */
-export const STEP_RETRIES: readonly sfn.RetryProps[] = [WAIT_FOR_CLUSTER, TRANSIENT_API];
+export const STEP_RETRIES: readonly sfn.RetryProps[] = [
+  WAIT_FOR_CLUSTER,
+  RESUME_AFTER_DEADLINE,
+  TRANSIENT_API,
+];

@@ -141,7 +141,7 @@ export function restoreSequence(
   }
   const hb = opts.handBack.names;
   const decision = opts.handBack.decisionPath;
-  // A CCM that never became Ready under the migration lease (its wait ran out) cannot carry the cloud loops:
+  // A CCM that never became Ready under the migration lease (its waits ran out) cannot carry the cloud loops:
   // then the plain way (the CCM stopped first) is the safe one. Any other error ends the run as it stands,
   // the CCM still running them. The Pass state names the fallback in the progress output and the history.
   const fallBack = new sfn.Pass(scope, hb.fallBack, { stateName: hb.fallBack });
@@ -152,7 +152,10 @@ export function restoreSequence(
       step: 'activate-ccm',
       payload: sfn.TaskInput.fromObject({ ...IDS, handBack: true }),
       resultPath: sfn.JsonPath.DISCARD,
-    }).addCatch(fallBack, { errors: [ERROR_NAMES.notReadyYet], resultPath: '$.handBackError' }),
+    }).addCatch(fallBack, {
+      errors: [ERROR_NAMES.notReadyYet, ERROR_NAMES.deadlineReached],
+      resultPath: '$.handBackError',
+    }),
   );
   ccmMigrating
     .next(controlPlaneBack(hb.controlPlane, hb.restoreNode, true))

@@ -48,7 +48,10 @@ export interface StepTaskProps {
   readonly payload: sfn.TaskInput;
   /** Where the step's result goes in the state; DISCARD keeps the input as it was. */
   readonly resultPath: string;
-  /** @default 5 minutes: steps wait at most 60 s inside an invocation (see retry-policies.ts). */
+  /**
+   * @default 6 minutes: more than a step function's timeout (STEP_TIMEOUT_MS, lib/steps/time-budget.ts), so
+   * that the invocation's own deadline ends a long step, never the Task while the function still writes.
+   */
   readonly timeout?: Duration;
 }
 
@@ -63,7 +66,7 @@ export function lambdaStepTasks(functionFor: (step: StepId) => lambda.IFunction)
       payload: props.payload,
       payloadResponseOnly: true,
       resultPath: props.resultPath,
-      taskTimeout: sfn.Timeout.duration(props.timeout ?? Duration.minutes(5)),
+      taskTimeout: sfn.Timeout.duration(props.timeout ?? Duration.minutes(6)),
     });
     for (const retry of STEP_RETRIES) task.addRetry(retry);
     return task;

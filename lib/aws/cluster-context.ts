@@ -1,19 +1,20 @@
 /**
  * The context of a step that works on the cluster, in Lambda: clients from the cluster's kubeconfig secret,
  * the node agent as Jobs through them (its bundle shipped prebuilt next to the function's code), the run
- * store, and the wait bounds the retry policies assume (state-machines/retry-policies.ts).
+ * store, the wait bounds the retry policies assume (state-machines/retry-policies.ts), and the invocation's
+ * deadline.
  */
 import { runAgentJob } from '../kube/agent-job.ts';
+import type { Deadline } from '../kube/deadline.ts';
 import type { StepContext } from '../steps/context.ts';
 import type { ExamineContext } from '../steps/preflight.ts';
+import { STEP_WAIT_MS } from '../steps/time-budget.ts';
 import { clusterClients, secretsClient } from './cluster-access.ts';
 import { DEFAULT_KUBECONFIG_SECRET_PREFIX, ENV } from './env.ts';
 import { jsonLogger } from './logger.ts';
 import { registryFromEnv } from './store.ts';
 import { type AwsDeps, depsStore, progressTo } from './store-context.ts';
 
-/** A step waits at most this long inside one invocation, then answers NotReadyYet. */
-const LAMBDA_WAIT_MS = 60_000;
 /** Looks at the cluster once a second while waiting: a run of hundreds of nodes stays gentle on the API. */
 export const LAMBDA_POLL_MS = 1000;
 
@@ -23,6 +24,7 @@ export const LAMBDA_POLL_MS = 1000;
  */
 export async function examineContext(
   clusterId: string,
+  deadline: Deadline,
   deps: AwsDeps = {},
   secretArn?: string,
 ): Promise<ExamineContext> {
@@ -40,13 +42,15 @@ export async function examineContext(
       runAgentJob(clients, {
         node,
         request,
-        timeoutMs: LAMBDA_WAIT_MS,
+        timeoutMs: STEP_WAIT_MS,
         pollMs: LAMBDA_POLL_MS,
+        deadline,
         ...(image ? { image } : {}),
       }),
     progress: progressTo(logger),
-    waitMs: LAMBDA_WAIT_MS,
+    waitMs: STEP_WAIT_MS,
     pollMs: LAMBDA_POLL_MS,
+    deadline,
   };
 }
 
@@ -54,11 +58,15 @@ export async function examineContext(
  * A migration step's context: the cluster reached through the secret its registry record names (a cluster
  * started by CLI without a record: the `<prefix><clusterId>` convention), and the run store.
  */
-export async function clusterContext(clusterId: string, deps: AwsDeps = {}): Promise<StepContext> {
+export async function clusterContext(
+  clusterId: string,
+  deadline: Deadline,
+  deps: AwsDeps = {},
+): Promise<StepContext> {
   const registry = deps.registry ? deps.registry() : registryFromEnv(deps.env);
   const record = await registry.get(clusterId);
   return {
-    ...(await examineContext(clusterId, deps, record?.kubeconfigSecretArn)),
+    ...(await examineContext(clusterId, deadline, deps, record?.kubeconfigSecretArn)),
     store: depsStore(deps),
   };
 }

@@ -4,10 +4,11 @@
  * Built per invocation; a record read once serves both the step's lookup and the cluster access.
  */
 import type { DriftStepContext } from '../drift/steps.ts';
+import type { Deadline } from '../kube/deadline.ts';
 import { examineContext } from './cluster-context.ts';
 import { type DriftDeps, fleetContext } from './fleet-context.ts';
 
-export function driftContext(deps: DriftDeps = {}): DriftStepContext {
+export function driftContext(deadline: Deadline, deps: DriftDeps = {}): DriftStepContext {
   const fleet = fleetContext(deps);
   const env = deps.env ?? process.env;
   return {
@@ -15,6 +16,7 @@ export function driftContext(deps: DriftDeps = {}): DriftStepContext {
     clusterContext: async (clusterId) =>
       examineContext(
         clusterId,
+        deadline,
         { env, ...(deps.logger ? { logger: deps.logger } : {}) },
         (await fleet.clusters.get(clusterId))?.kubeconfigSecretArn,
       ),

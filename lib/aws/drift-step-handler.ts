@@ -7,7 +7,7 @@ import { CheckDriftEventSchema, checkClusterDrift } from '../drift/check-step.ts
 import type { DriftStepContext } from '../drift/steps.ts';
 import { driftContext } from './drift-context.ts';
 import type { DriftDeps } from './fleet-context.ts';
-import { parsedStepHandler } from './handler.ts';
+import { invocationDeadline, parsedStepHandler } from './handler.ts';
 import { jsonLogger } from './logger.ts';
 import { METRICS } from './metrics.ts';
 
@@ -21,7 +21,7 @@ export function checkDriftHandler(deps: DriftDeps = {}) {
       if (summary.status === 'drifted') logger.count(METRICS.clustersDrifted, {});
       return summary;
     },
-    (log) => driftContext({ ...deps, logger: log }),
+    (log, lambda) => driftContext(invocationDeadline(lambda), { ...deps, logger: log }),
     logger,
   );
 }

@@ -6,17 +6,24 @@
  */
 import middy from '@middy/core';
 import type * as z from 'zod';
+import { Deadline } from '../kube/deadline.ts';
+import { DEADLINE_MARGIN_MS } from '../steps/time-budget.ts';
 import { parseInput } from '../store/run-record.ts';
 import { idsOf, jsonLogger, type Logger } from './logger.ts';
 
-type Work = (event: unknown) => Promise<unknown>;
+/** What ccm-migrate reads of the Lambda context: the time left before Lambda ends the invocation. */
+export interface LambdaContext {
+  getRemainingTimeInMillis(): number;
+}
+
+type Work = (event: unknown, lambda: LambdaContext) => Promise<unknown>;
 
 export function lambdaHandler(step: string, work: Work, logger: Logger = jsonLogger()) {
-  return middy().handler(async (event: unknown) => {
+  return middy().handler(async (event: unknown, lambda: LambdaContext) => {
     const started = Date.now();
     const ids = { step, ...idsOf(event) };
     try {
-      const result = await work(event);
+      const result = await work(event, lambda);
       logger.info('done', { ...ids, durationMs: Date.now() - started });
       return result;
     } catch (err) {
@@ -36,12 +43,21 @@ export function parsedStepHandler<S extends z.ZodType, C>(
   id: string,
   schema: S,
   run: (event: z.infer<S>, ctx: C) => Promise<unknown>,
-  contextFor: (logger: Logger) => C,
+  contextFor: (logger: Logger, lambda: LambdaContext) => C,
   logger: Logger,
 ) {
   return lambdaHandler(
     id,
-    async (event) => run(parseInput(schema, event, `event of step ${id}`), contextFor(logger)),
+    async (event, lambda) =>
+      run(parseInput(schema, event, `event of step ${id}`), contextFor(logger, lambda)),
     logger,
   );
+}
+
+/**
+ * The invocation's deadline, made first thing (the secret and the clients take from it too): Lambda's
+ * remaining time less the margin a cut step needs to end before Lambda kills it.
+ */
+export function invocationDeadline(lambda: LambdaContext): Deadline {
+  return Deadline.in(lambda.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS);
 }

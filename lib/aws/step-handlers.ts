@@ -7,7 +7,7 @@ import { runStep } from '../steps/index.ts';
 import { RunIds } from '../steps/schemas.ts';
 import { parseInput } from '../store/run-record.ts';
 import { clusterContext } from './cluster-context.ts';
-import { lambdaHandler } from './handler.ts';
+import { invocationDeadline, lambdaHandler } from './handler.ts';
 import { jsonLogger } from './logger.ts';
 import type { AwsDeps } from './store-context.ts';
 
@@ -17,9 +17,10 @@ export function clusterStepHandler(id: StepId, deps: AwsDeps = {}) {
   const logger = deps.logger ?? jsonLogger();
   return lambdaHandler(
     id,
-    async (event) => {
+    async (event, lambda) => {
+      const deadline = invocationDeadline(lambda);
       const { clusterId } = parseInput(ClusterOf, event, `event of step ${id}`);
-      return runStep(id, event, await clusterContext(clusterId, { ...deps, logger }));
+      return runStep(id, event, await clusterContext(clusterId, deadline, { ...deps, logger }));
     },
     logger,
   );

@@ -4,6 +4,7 @@
  */
 import { InvalidInputError } from '../errors.ts';
 import type { KubeClients } from '../kube/clients.ts';
+import { Deadline } from '../kube/deadline.ts';
 import type { StepContext } from '../steps/context.ts';
 import type { ClusterRegistry } from '../store/registry.ts';
 import type { RunStore } from '../store/run-store.ts';
@@ -40,5 +41,7 @@ export function storeOnlyContext(step: string, store: RunStore, logger: Logger =
     progress: progressTo(logger),
     waitMs: 0,
     pollMs: 0,
+    // Nothing to wait for: the store answers at once.
+    deadline: Deadline.in(0),
   };
 }

@@ -45,6 +45,7 @@ const BY_ERROR: Readonly<Record<ErrorName, number>> = {
   [ERROR_NAMES.verificationFailed]: EXIT.verificationFailed,
   [ERROR_NAMES.clusterLocked]: EXIT.locked,
   [ERROR_NAMES.notReadyYet]: EXIT.timedOut,
+  [ERROR_NAMES.deadlineReached]: EXIT.timedOut,
   [ERROR_NAMES.rolledBack]: EXIT.rolledBack,
   [ERROR_NAMES.approvalRejected]: EXIT.notApproved,
 };

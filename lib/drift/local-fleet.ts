@@ -11,6 +11,7 @@ import { localContext } from '../local/context.ts';
 import { type LocalRunResult, runLocally, type StepHandler } from '../local/engine.ts';
 import { type RenderedWorkflow, renderDefinition } from '../local/render.ts';
 import { runStep } from '../steps/index.ts';
+import { STEP_BUDGET_MS } from '../steps/time-budget.ts';
 import type { DriftEvent } from './events.ts';
 import type { FleetMember } from './fleet-file.ts';
 import { type DriftStepContext, type FleetDriftInput, FleetDriftInputSchema } from './steps.ts';
@@ -64,6 +65,8 @@ export async function runFleetDriftLocally(opts: FleetRunOptions): Promise<Fleet
       if (!member) throw new Error(`cluster ${id} is not in the fleet`); // list-clusters gave it: a bug
       return localContext({
         clients: clientsFromKubeconfigFile(member.kubeconfig, member.context),
+        // One invocation of check-drift, as in Lambda: the drift workflow's Retry resumes a cut one.
+        stepBudgetMs: STEP_BUDGET_MS,
         ...(opts.agentImage ? { agentImage: opts.agentImage } : {}),
         ...(opts.waitMs !== undefined ? { waitMs: opts.waitMs } : {}),
         ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),

@@ -23,11 +23,12 @@ import {
   type AgentResult,
   AgentResultSchema,
 } from '../agent/protocol.ts';
-import { AgentFailedError, InvalidInputError, NotReadyYetError } from '../errors.ts';
+import { AgentFailedError, DeadlineReachedError, InvalidInputError, NotReadyYetError } from '../errors.ts';
 import { parseImageReference } from '../providers/image-overrides.ts';
 import { refusalError } from './agent-refusal.ts';
 import { applyObjects } from './apply.ts';
 import type { KubeClients } from './clients.ts';
+import type { Deadline } from './deadline.ts';
 import { call, httpStatus, orNotFound } from './errors.ts';
 import { latest, type WaitOptions, waitFor, wakeOnObject } from './wait.ts';
 import { labelSelectorOf } from './well-known.ts';
@@ -75,10 +76,12 @@ export interface AgentJobOptions {
   readonly namespace?: string;
   /** @default DEFAULT_AGENT_IMAGE */
   readonly image?: string;
-  /** How long to wait for the answer before NotReadyYet; @default 60 s. */
+  /** How long the call may take, its Job's deletion included, before NotReadyYet; @default 60 s. */
   readonly timeoutMs?: number;
   /** @default 1 s */
   readonly pollMs?: number;
+  /** The invocation's deadline: the call is one draw on it. */
+  readonly deadline: Deadline;
   readonly signal?: AbortSignal;
 }
 
@@ -271,8 +274,8 @@ function agentState(pod: V1Pod | undefined) {
 
 /**
  * Delete the Job once its answer is read. A single control plane whose kube-apiserver the agent just
- * restarted answers nothing for a while: keep trying within the same bound as the wait. Past it, the Job is
- * left to its TTL (and a retry reads the same answer).
+ * restarted answers nothing for a while: keep trying within what is left of the call's bound. Past it, the
+ * Job is left to its TTL (and a retry reads the same answer).
  */
 async function deleteJob(
   clients: KubeClients,
@@ -300,17 +303,24 @@ async function deleteJob(
 
 /**
  * Run one agent request on `node` and return its answer. ok:false → AgentFailedError with the agent's
- * error; no answer within the timeout → NotReadyYetError with the Job left for the retry; API trouble →
- * the named errors of `call()`.
+ * error; no answer within the timeout → NotReadyYetError with the Job left for the retry (DeadlineReached
+ * when the invocation's time ran out first); API trouble → the named errors of `call()`.
  */
 export async function runAgentJob(clients: KubeClients, opts: AgentJobOptions): Promise<AgentResult> {
-  const namespace = opts.namespace ?? 'kube-system';
-  const { node, signal } = opts;
   const parsed = AgentRequestSchema.safeParse(opts.request);
   if (!parsed.success)
     throw new InvalidInputError(`invalid agent request: ${parsed.error.issues[0]?.message}`);
-  signal?.throwIfAborted();
+  opts.signal?.throwIfAborted();
+  // The whole call, the Job's deletion too, is one draw on the invocation's deadline: a step's worst case
+  // counts it once.
+  return opts.deadline.within(opts.timeoutMs ?? 60_000, (bound) => runJob(clients, opts, bound));
+}
+
+async function runJob(clients: KubeClients, opts: AgentJobOptions, bound: Deadline): Promise<AgentResult> {
+  const namespace = opts.namespace ?? 'kube-system';
+  const { node, signal } = opts;
   const name = agentJobName(node, opts.request);
+  const wait = { waitMs: bound.remainingMs(), pollMs: opts.pollMs ?? 1000, deadline: bound };
   const bundleSha256 = await ensureBundle(clients, namespace);
   await createOrReuse(clients, agentJob(name, namespace, bundleSha256, opts), namespace);
 
@@ -326,27 +336,21 @@ export async function runAgentJob(clients: KubeClients, opts: AgentJobOptions): 
         );
         return job && finished(job);
       },
-      {
-        waitMs: opts.timeoutMs ?? 60_000,
-        pollMs: opts.pollMs ?? 1000,
-        wakeOn: wakeOnObject(clients, `/apis/batch/v1/namespaces/${namespace}/jobs`, name),
-      },
+      { ...wait, wakeOn: wakeOnObject(clients, `/apis/batch/v1/namespaces/${namespace}/jobs`, name) },
     );
     pod = (await jobPods(clients, namespace, name)).find((p) => agentState(p)?.terminated);
   } catch (err) {
-    if (!(err instanceof NotReadyYetError)) throw err;
+    if (!(err instanceof NotReadyYetError || err instanceof DeadlineReachedError)) throw err;
     // The ConfigMap may have gone meanwhile: the retry checks it again.
     forgetAgentBundle(clients, namespace);
     const waiting = agentState((await jobPods(clients, namespace, name).catch(() => []))[0])?.waiting?.reason;
-    throw new NotReadyYetError(`${err.message}${waiting ? ` (pod ${waiting})` : ''}`);
+    if (waiting) err.message = `${err.message} (pod ${waiting})`;
+    throw err;
   }
 
   const terminated = agentState(pod)?.terminated;
   const answer = AgentResultSchema.safeParse(safeJson(terminated?.message));
-  await deleteJob(clients, namespace, name, {
-    waitMs: opts.timeoutMs ?? 60_000,
-    pollMs: opts.pollMs ?? 1000,
-  });
+  await deleteJob(clients, namespace, name, wait);
   if (!answer.success) {
     const how = terminated
       ? `exit code ${terminated.exitCode}${terminated.reason ? `, ${terminated.reason}` : ''}`

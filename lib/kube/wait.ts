@@ -1,19 +1,23 @@
 /**
  * Bounded waiting for the cluster. A step waits at most `waitMs` inside an invocation and then answers
  * NotReadyYet, which the state machine retries with backoff: a short wait inside the step costs no state
- * transitions, a long one would hold a Lambda for nothing.
+ * transitions, a long one would hold a Lambda for nothing. Every wait also draws on the invocation's
+ * `deadline` (deadline.ts): a wait it cuts ends with DeadlineReached, before Lambda's timeout.
  *
  * A wait can name what it waits on (`wakeOn`): a watch on it wakes the wait at each change, so the change
  * is seen in milliseconds rather than at the next poll, and the poll slows to a fallback. The check gets
  * the latest event the watch delivered, so it can judge the object it carries without reading it again;
  * a watch that fails or ends changes nothing but the latency.
  */
-import { ClusterUnreachableError, KubeApiThrottledError, NotReadyYetError } from '../errors.ts';
+import { ClusterUnreachableError, KubeApiThrottledError } from '../errors.ts';
 import type { KubeClients } from './clients.ts';
+import type { Deadline } from './deadline.ts';
 
 export interface WaitOptions {
   readonly waitMs: number;
   readonly pollMs: number;
+  /** The invocation's deadline, which every wait of the step shares. */
+  readonly deadline: Deadline;
 }
 
 /** The objects whose changes may end a wait: a collection path and a field selector, as for a list. */
@@ -103,12 +107,20 @@ function openWatch(wakeOn: WakeOn, alarm: Alarm): () => void {
  * or is briefly gone (a single kube-apiserver restarting) is expected and means "look again"; past the
  * bound the last reason (what `check` says it still waits for) goes into the NotReadyYet message.
  */
-export async function waitFor<T>(
+export function waitFor<T>(
   what: string,
   check: (event?: WatchEvent) => Promise<T | false | undefined>,
   opts: WaitOptions & { readonly wakeOn?: WakeOn },
 ): Promise<T> {
-  const deadline = Date.now() + opts.waitMs;
+  return opts.deadline.within(opts.waitMs, (bound) => lookUntil(what, check, { ...opts, deadline: bound }));
+}
+
+async function lookUntil<T>(
+  what: string,
+  check: (event?: WatchEvent) => Promise<T | false | undefined>,
+  opts: WaitOptions & { readonly wakeOn?: WakeOn },
+): Promise<T> {
+  const { deadline } = opts;
   let lastTrouble = '';
   const alarm = new Alarm();
   let close: (() => void) | undefined;
@@ -123,8 +135,8 @@ export async function waitFor<T>(
         if (!(err instanceof ClusterUnreachableError || err instanceof KubeApiThrottledError)) throw err;
         lastTrouble = ` (last: ${err.message})`;
       }
-      const left = deadline - Date.now();
-      if (left <= 0) throw new NotReadyYetError(`still waiting for ${what}${lastTrouble}`);
+      const left = deadline.remainingMs();
+      if (left <= 0) throw deadline.reached(`still waiting for ${what}${lastTrouble}`);
       // Only a wait that did not end at its first look pays for a watch.
       if (opts.wakeOn && !close) close = openWatch(opts.wakeOn, alarm);
       event = await alarm.sleep(

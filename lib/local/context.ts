@@ -1,15 +1,16 @@
 /**
  * What the steps get in local mode: the clients of the kubeconfig, the node agent run as Jobs through them,
- * progress to the caller, and the wait bounds (a step waits as long as in Lambda, looking more often).
+ * progress to the caller, the wait bounds (a step waits as long as in Lambda, looking more often), and the
+ * deadline of one invocation: build one context per step invocation.
  */
 import type { AgentRequest } from '../agent/protocol.ts';
 import { runAgentJob } from '../kube/agent-job.ts';
 import type { KubeClients } from '../kube/clients.ts';
+import { Deadline } from '../kube/deadline.ts';
 import type { Progress } from '../steps/context.ts';
 import type { ExamineContext } from '../steps/preflight.ts';
+import { STEP_WAIT_MS } from '../steps/time-budget.ts';
 
-/** As in Lambda: see state-machines/retry-policies.ts. */
-const DEFAULT_WAIT_MS = 60_000;
 /**
  * How often a waiting step looks at the cluster in local mode: a few requests a second, so that a wait
  * ends within a fraction of a static pod restart.
@@ -20,14 +21,25 @@ export interface LocalContextOptions {
   readonly clients: KubeClients;
   /** The node agent's image (its code comes in a ConfigMap: any image with Node 22 and nsenter works). */
   readonly agentImage?: string;
+  /** @default STEP_WAIT_MS, as in Lambda */
   readonly waitMs?: number;
   readonly pollMs?: number;
+  /**
+   * How long the waits of one invocation may take in all: its deadline is this far from the context's
+   * making. The engines that run the state machines (with its Retry to resume a cut step) default to
+   * STEP_BUDGET_MS, as in Lambda. @default none: plan and a drift check run once, nothing would resume them
+   */
+  readonly stepBudgetMs?: number;
   readonly onProgress?: (progress: Progress) => void;
   readonly signal?: AbortSignal;
 }
 
-export function localContext(opts: LocalContextOptions): ExamineContext {
-  const waitMs = opts.waitMs ?? DEFAULT_WAIT_MS;
+/** The context of one invocation; its `deadline` is `stepBudgetMs` from now unless given. */
+export function localContext(
+  opts: LocalContextOptions,
+  deadline = Deadline.in(opts.stepBudgetMs ?? Number.POSITIVE_INFINITY),
+): ExamineContext {
+  const waitMs = opts.waitMs ?? STEP_WAIT_MS;
   const pollMs = opts.pollMs ?? DEFAULT_POLL_MS;
   return {
     clients: opts.clients,
@@ -37,11 +49,13 @@ export function localContext(opts: LocalContextOptions): ExamineContext {
         request,
         timeoutMs: waitMs,
         pollMs,
+        deadline,
         ...(opts.agentImage ? { image: opts.agentImage } : {}),
         ...(opts.signal ? { signal: opts.signal } : {}),
       }),
     progress: opts.onProgress ?? (() => undefined),
     waitMs,
     pollMs,
+    deadline,
   };
 }

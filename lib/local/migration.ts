@@ -12,6 +12,7 @@ import { InvalidInputError } from '../errors.ts';
 import type { StepContext } from '../steps/context.ts';
 import { runStep } from '../steps/index.ts';
 import { type UpgradeInput, UpgradeInputSchema } from '../steps/schemas.ts';
+import { STEP_BUDGET_MS } from '../steps/time-budget.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { type Approver, approvalGateHandlers } from './approval.ts';
 import { type LocalContextOptions, localContext } from './context.ts';
@@ -60,9 +61,10 @@ export function migrationWorkflow(kind: MigrationKind): RenderedWorkflow {
   return workflow;
 }
 
-export function stepHandlers(ctx: StepContext): Record<StepId, StepHandler> {
+/** Each invocation of a step runs with a context of its own (`contextFor`): its own deadline, as in Lambda. */
+export function stepHandlers(contextFor: (step: StepId) => StepContext): Record<StepId, StepHandler> {
   return Object.fromEntries(
-    STEP_IDS.map((id) => [id, (event: unknown) => runStep(id, event, ctx)]),
+    STEP_IDS.map((id) => [id, (event: unknown) => runStep(id, event, contextFor(id))]),
   ) as Record<StepId, StepHandler>;
 }
 
@@ -92,11 +94,13 @@ async function runMigrationLocally(
     maxUnavailable: opts.maxUnavailable ?? 1,
     options: opts.options ?? {},
   });
-  const ctx: StepContext = { ...localContext(opts), store: opts.store };
   const requestsBefore = opts.clients.requests();
   const result = await runLocally({
     workflow: migrationWorkflow(kind),
-    handlers: stepHandlers(ctx),
+    handlers: stepHandlers(() => ({
+      ...localContext({ ...opts, stepBudgetMs: opts.stepBudgetMs ?? STEP_BUDGET_MS }),
+      store: opts.store,
+    })),
     ...(kind === 'upgrade' ? { taskHandlers: approvalGateHandlers(opts.approve) } : {}),
     input,
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),

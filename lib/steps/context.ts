@@ -1,10 +1,11 @@
 /**
- * What every step gets besides its input: cluster access, the run store, the node agent, progress output
- * and the bound on how long a step may wait inside one invocation. Lambda handlers and the local engine
- * build it; the steps never know which.
+ * What every step gets besides its input: cluster access, the run store, the node agent, progress output,
+ * the bound on each wait and the invocation's deadline that all its waits share. Lambda handlers and the
+ * local engine build it once per invocation; the steps never know which.
  */
 import type { AgentRequest, AgentResult } from '../agent/protocol.ts';
 import type { KubeClients } from '../kube/clients.ts';
+import type { Deadline } from '../kube/deadline.ts';
 import type { RunStore } from '../store/run-store.ts';
 
 export interface Progress {
@@ -16,14 +17,19 @@ export interface Progress {
 export interface StepContext {
   readonly clients: KubeClients;
   readonly store: RunStore;
-  /** Run one agent request on a node (a Job pinned to it) and return its answer. */
+  /** Run one agent request on a node (a Job pinned to it) and return its answer, within `deadline`. */
   readonly agent: (node: string, request: AgentRequest) => Promise<AgentResult>;
   readonly progress: (event: Progress) => void;
   /**
-   * How long a step waits for the cluster inside one invocation before it answers NotReadyYet and lets
-   * the state machine retry: 60 s in Lambda (see state-machines/retry-policies.ts).
+   * How long one wait for the cluster lasts before it answers NotReadyYet and lets the state machine retry:
+   * STEP_WAIT_MS (time-budget.ts; see state-machines/retry-policies.ts).
    */
   readonly waitMs: number;
+  /**
+   * The invocation's deadline (Lambda's remaining time less a margin; in-process, a budget): every wait of
+   * the step draws on it, and one it cuts ends with DeadlineReached before Lambda's timeout.
+   */
+  readonly deadline: Deadline;
   /** Pause between two looks at the cluster while waiting. */
   readonly pollMs: number;
 }

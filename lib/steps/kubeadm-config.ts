@@ -24,6 +24,7 @@ import {
 import { retryOnConflict } from '../kube/conflicts.ts';
 import { call, orNotFound } from '../kube/errors.ts';
 import type { ClusterAccess } from './cluster.ts';
+import type { StepContext } from './context.ts';
 
 /** One text of a ConfigMap, by its key. */
 interface ConfigMapText {
@@ -51,13 +52,16 @@ async function readText(ctx: ClusterAccess, ref: ConfigMapText): Promise<string 
   return (await readConfigMap(ctx, ref))?.data?.[ref.key];
 }
 
+/** What writing kubeadm's ConfigMaps takes: the cluster, and the invocation's deadline for conflict retries. */
+type ConfigWriter = Pick<StepContext, 'clients' | 'deadline'>;
+
 /**
  * Replace the text with `change(text)`; whether it changed. The replace carries the resourceVersion read:
  * a concurrent change is a 409, and the change is made again on what is there now (retryOnConflict),
  * never written over it.
  */
 function updateText(
-  ctx: ClusterAccess,
+  ctx: ConfigWriter,
   ref: ConfigMapText,
   change: (text: string) => string,
 ): Promise<boolean> {
@@ -75,7 +79,7 @@ function updateText(
       }),
     );
     return true;
-  });
+  }, ctx);
 }
 
 /** The ClusterConfiguration text, or undefined when the cluster has no kubeadm-config. */
@@ -84,7 +88,7 @@ export function readClusterConfiguration(ctx: ClusterAccess): Promise<string | u
 }
 
 /** Apply `edit` to the ClusterConfiguration; whether it changed. */
-export function editKubeadmConfig(ctx: ClusterAccess, edit: ClusterConfigurationEdit): Promise<boolean> {
+export function editKubeadmConfig(ctx: ConfigWriter, edit: ClusterConfigurationEdit): Promise<boolean> {
   return updateText(ctx, KUBEADM_CONFIG, (text) => editClusterConfiguration(text, edit).text);
 }
 
@@ -93,7 +97,7 @@ export function editKubeadmConfig(ctx: ClusterAccess, edit: ClusterConfiguration
  * revertClusterConfiguration); how it went, 'unchanged' also when the cluster has no kubeadm-config.
  */
 export async function revertKubeadmConfig(
-  ctx: ClusterAccess,
+  ctx: ConfigWriter,
   original: string,
   edit: ClusterConfigurationEdit,
 ): Promise<Reverted> {
@@ -117,7 +121,7 @@ function editGates(text: string, changes: KubeletChanges): string {
 }
 
 /** Make the node kubelet's gate changes in the cluster's KubeletConfiguration; whether it changed. */
-export function editKubeletConfigMap(ctx: ClusterAccess, changes: KubeletChanges): Promise<boolean> {
+export function editKubeletConfigMap(ctx: ConfigWriter, changes: KubeletChanges): Promise<boolean> {
   return updateText(ctx, KUBELET_CONFIG_MAP, (text) =>
     editGates(text, { featureGates: changes.featureGates }),
   );
@@ -128,7 +132,7 @@ export function editKubeletConfigMap(ctx: ClusterAccess, changes: KubeletChanges
  * made of it; 'left' when it was changed since (the operator's text is kept, and the run says so).
  */
 export async function revertKubeletConfigMap(
-  ctx: ClusterAccess,
+  ctx: ConfigWriter,
   original: string,
   changes: KubeletChanges,
 ): Promise<'restored' | 'unchanged' | 'left'> {

@@ -7,7 +7,7 @@ import pLimit from 'p-limit';
 import type { AgentResult, FileReport } from '../agent/protocol.ts';
 import { externalNodeName, KUBELET_FLAG_SOURCES } from '../controlplane/kubelet-sources.ts';
 import { translatedCloudConfigPath } from '../controlplane/openstack-cloud-config.ts';
-import { AgentFailedError, PreflightFailedError } from '../errors.ts';
+import { AgentFailedError, DeadlineReachedError, PreflightFailedError } from '../errors.ts';
 import { call } from '../kube/errors.ts';
 import { readSecretMetadata } from '../kube/metadata.ts';
 import { foreignObjects, MANAGED_BY } from '../kube/ownership.ts';
@@ -417,7 +417,10 @@ export interface ClusterExamination {
   readonly renamedOffInTree: Record<string, string>;
 }
 
-export type ExamineContext = Pick<StepContext, 'clients' | 'agent' | 'progress' | 'waitMs' | 'pollMs'>;
+export type ExamineContext = Pick<
+  StepContext,
+  'clients' | 'agent' | 'progress' | 'waitMs' | 'pollMs' | 'deadline'
+>;
 
 export async function examineCluster(
   ctx: ExamineContext,
@@ -436,6 +439,8 @@ export async function examineCluster(
     },
     ctx,
   ).catch(async (err: unknown) => {
+    // Cut by the invocation's deadline, the wait proved nothing about the nodes: the retry looks again.
+    if (err instanceof DeadlineReachedError) throw err;
     const notReady = (await listNodes(ctx)).filter((n) => !isNodeReady(n)).map(nodeName);
     throw notReady.length > 0 ? new PreflightFailedError(`nodes not Ready: ${listOf(notReady)}`) : err;
   });

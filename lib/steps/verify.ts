@@ -6,7 +6,7 @@
  */
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { VerificationFailedError } from '../errors.ts';
+import { DeadlineReachedError, VerificationFailedError } from '../errors.ts';
 import { retryOnConflict } from '../kube/conflicts.ts';
 import { call } from '../kube/errors.ts';
 import { latest, waitFor } from '../kube/wait.ts';
@@ -43,7 +43,7 @@ function taintCanary(ctx: StepContext, name: string): Promise<void> {
         ),
       );
     },
-    { guardedPatch: true },
+    { guardedPatch: true, deadline: ctx.deadline },
   );
 }
 
@@ -67,11 +67,12 @@ async function canaryCheck(
       const node = await latest(change, () => readNode(ctx, canary));
       return node !== undefined && !hasUninitializedTaint(node);
     },
-    { waitMs: Math.min(ctx.waitMs, CANARY_SLO_MS), pollMs: ctx.pollMs, wakeOn: nodeChanges(ctx, canary) },
+    { ...ctx, waitMs: Math.min(ctx.waitMs, CANARY_SLO_MS), wakeOn: nodeChanges(ctx, canary) },
   ).catch(async (err: unknown) => {
     // Our taint must not outlive the check: after a rollback no controller would ever clear it.
     await untaintCanary(ctx, canary);
-    if (err instanceof VerificationFailedError) throw err;
+    // Cut by the invocation's deadline, the CCM had less than its SLO: the retry taints the canary again.
+    if (err instanceof VerificationFailedError || err instanceof DeadlineReachedError) throw err;
     throw new VerificationFailedError(
       `the CCM did not initialise canary node ${canary} within ${CANARY_SLO_MS / 1000} s (KEP-2395 SLO): it still had ${UNINITIALIZED_TAINT}`,
     );
@@ -99,7 +100,7 @@ function untaintCanary(ctx: StepContext, name: string): Promise<void> {
         ),
       );
     },
-    { guardedPatch: true },
+    { guardedPatch: true, deadline: ctx.deadline },
   );
 }
 

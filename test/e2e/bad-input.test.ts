@@ -4,6 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { AGENT_CONFIGMAP, runAgentJob } from '../../lib/kube/agent-job.ts';
+import { Deadline } from '../../lib/kube/deadline.ts';
 import { localContext } from '../../lib/local/context.ts';
 import { runLocally } from '../../lib/local/engine.ts';
 import { migrationWorkflow, stepHandlers } from '../../lib/local/migration.ts';
@@ -102,7 +103,13 @@ describe('an upgrade refused in preflight', () => {
       {
         before: async ({ t }) => {
           // These clients applied the bundle: the run does not read it again, the Job's launcher checks it.
-          await runAgentJob(t, { node: 'cp-1', request: { op: 'inspect', runId: 'r' }, pollMs: 10 });
+          const deadline = Deadline.in(Number.POSITIVE_INFINITY);
+          await runAgentJob(t, {
+            node: 'cp-1',
+            request: { op: 'inspect', runId: 'r' },
+            pollMs: 10,
+            deadline,
+          });
           const cm = await t.core.readNamespacedConfigMap({
             name: AGENT_CONFIGMAP,
             namespace: 'kube-system',
@@ -136,18 +143,18 @@ describe('an upgrade refused in preflight', () => {
   });
 
   it('ends ClusterLocked for a second run of a cluster another run holds, and leaves that run alone', async () => {
-    e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini));
-    await e2e.store.begin({ clusterId: 'aws-mini', runId: 'up-other', kind: 'upgrade' });
+    const run = await startE2E(await fixtureSpec(FIXTURES.awsMini));
+    e2e = run;
+    await run.store.begin({ clusterId: 'aws-mini', runId: 'up-other', kind: 'upgrade' });
     // As in AWS, where each request names its own run: not local mode, which resumes the holder.
-    const ctx = { ...localContext({ clients: e2e.t, pollMs: 10 }), store: e2e.store };
     const result = await runLocally({
       workflow: migrationWorkflow('upgrade'),
-      handlers: stepHandlers(ctx),
+      handlers: stepHandlers(() => ({ ...localContext({ clients: run.t, pollMs: 10 }), store: run.store })),
       input: { clusterId: 'aws-mini', runId: 'up-second', maxUnavailable: 1, options: {} },
     });
     expect(result.error?.name, result.error?.cause).toBe('ClusterLocked');
     expect(result.error?.cause).toMatch(/held by upgrade run up-other/);
-    expect((await e2e.store.current('aws-mini'))?.runId).toBe('up-other');
-    expect(await e2e.store.get('aws-mini', 'up-second')).toBeUndefined();
+    expect((await run.store.current('aws-mini'))?.runId).toBe('up-other');
+    expect(await run.store.get('aws-mini', 'up-second')).toBeUndefined();
   });
 });

@@ -23,6 +23,7 @@ import type { DriftSummary } from '../../lib/drift/summary.ts';
 import { type ClusterRecordInput, DynamoClusterRegistry } from '../../lib/store/registry.ts';
 import { type Dynalite, startDynalite } from '../store/dynalite.ts';
 import { FIXTURES, fixtureSpec, startTestTwin, type TestTwin } from '../twin/running-twin.ts';
+import { LAMBDA_CONTEXT } from './lambda-context.ts';
 
 const secrets = mockClient(SecretsManagerClient);
 const events = mockClient(EventBridgeClient);
@@ -55,7 +56,7 @@ const HANDLERS = {
   'publish-drift': () => fleetStepHandler('publish-drift', PublishDriftEventSchema, publishDrift, deps()),
 };
 const handler = (id: keyof typeof HANDLERS) => HANDLERS[id]();
-const ctx = {} as never;
+const ctx = LAMBDA_CONTEXT;
 
 beforeAll(async () => {
   [twin, db] = await Promise.all([startTestTwin(await fixtureSpec(FIXTURES.awsMini)), startDynalite()]);

@@ -22,6 +22,7 @@ import { FailureEventSchema } from '../../lib/steps/schemas.ts';
 import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
 import { type E2E, startE2E } from '../e2e/harness.ts';
 import { FIXTURES, fixtureSpec } from '../twin/running-twin.ts';
+import { LAMBDA_CONTEXT } from './lambda-context.ts';
 
 /** Everything that left a step or the engine, as JSON text or lines. */
 const seen: string[] = [];
@@ -159,11 +160,11 @@ it("keeps it out of the Lambda handlers' log lines and errors, whatever the secr
   secrets.on(GetSecretValueCommand).resolves({ SecretString: kubeconfig });
   await clusterStepHandler('preflight', deps)(
     { clusterId: e2e.t.twin.spec.name, runId: 'up-lambda-1', options: {} },
-    {} as never,
+    LAMBDA_CONTEXT,
   );
   await clusterStepHandler('stage-ccm', deps)(
     { clusterId: e2e.t.twin.spec.name, runId: 'up-lambda-1' },
-    {} as never,
+    LAMBDA_CONTEXT,
   );
   await storeStepHandler(
     'record-failure',
@@ -172,14 +173,14 @@ it("keeps it out of the Lambda handlers' log lines and errors, whatever the secr
     deps,
   )(
     { clusterId: e2e.t.twin.spec.name, runId: 'up-lambda-1', error: { Error: 'AgentFailed', Cause: 'boom' } },
-    {} as never,
+    LAMBDA_CONTEXT,
   );
   // A secret that is not a kubeconfig any more, around the token: the parser's complaint must not quote it.
   secrets.on(GetSecretValueCommand).resolves({ SecretString: `${kubeconfig}\n  - : [${token}` });
   await fails(
     clusterStepHandler('preflight', deps)(
       { clusterId: e2e.t.twin.spec.name, runId: 'up-lambda-3', options: {} },
-      {} as never,
+      LAMBDA_CONTEXT,
     ),
   );
 

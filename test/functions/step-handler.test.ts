@@ -13,9 +13,11 @@ import { clusterStepHandler } from '../../lib/aws/step-handlers.ts';
 import { storeStepHandler } from '../../lib/aws/store-step-handler.ts';
 import { recordFailure } from '../../lib/steps/finalize.ts';
 import { FailureEventSchema } from '../../lib/steps/schemas.ts';
+import { DEADLINE_MARGIN_MS } from '../../lib/steps/time-budget.ts';
 import { LocalRunStore } from '../../lib/store/local-store.ts';
 import { LocalClusterRegistry } from '../../lib/store/registry.ts';
 import { FIXTURES, fixtureSpec, startTestTwin, type TestTwin } from '../twin/running-twin.ts';
+import { LAMBDA_CONTEXT } from './lambda-context.ts';
 
 const secrets = mockClient(SecretsManagerClient);
 let twin: TestTwin;
@@ -43,7 +45,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const ctx = {} as never;
+const ctx = LAMBDA_CONTEXT;
 
 it('runs preflight on the cluster of the secret named after the cluster id, and records the run', async () => {
   const handler = clusterStepHandler('preflight', deps());
@@ -76,6 +78,15 @@ it('reads the secret the registry record names when the cluster is registered', 
   secrets.resetHistory();
   await clusterStepHandler('preflight', deps())({ clusterId: 'mini2', runId: 'up-fn-3', options: {} }, ctx);
   expect(secrets.commandCalls(GetSecretValueCommand).map((c) => c.args[0].input.SecretId)).toEqual([arn]);
+});
+
+it('ends a step with DeadlineReached, not killed, when Lambda leaves it no more than the margin', async () => {
+  const handler = clusterStepHandler('preflight', deps());
+  const late = { getRemainingTimeInMillis: () => DEADLINE_MARGIN_MS } as never;
+  // Every node Ready at the first look; the agent's Job, though, takes longer than no time at all.
+  await expect(handler({ clusterId: 'late', runId: 'up-fn-4', options: {} }, late)).rejects.toMatchObject({
+    name: 'DeadlineReached',
+  });
 });
 
 it('records the failure without cluster access, releasing the cluster', async () => {

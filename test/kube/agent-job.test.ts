@@ -29,6 +29,7 @@ import {
   runAgentJob,
 } from '../../lib/kube/agent-job.ts';
 import { clientsFromKubeconfigFile, clientsFromKubeconfigText } from '../../lib/kube/clients.ts';
+import { Deadline } from '../../lib/kube/deadline.ts';
 import { parseImageReference } from '../../lib/providers/image-overrides.ts';
 import { hostPath } from '../../lib/twin/context.ts';
 import { eventually, FIXTURES, fixtureSpec, startTestTwin, type TestTwin } from '../twin/running-twin.ts';
@@ -36,7 +37,8 @@ import { eventually, FIXTURES, fixtureSpec, startTestTwin, type TestTwin } from 
 const FLAGS_ENV = '/var/lib/kubelet/kubeadm-flags.env';
 const KAS = '/etc/kubernetes/manifests/kube-apiserver.yaml';
 const NS = 'kube-system';
-const FAST = { pollMs: 10, timeoutMs: 10_000 };
+const UNBOUNDED = Deadline.in(Number.POSITIVE_INFINITY);
+const FAST = { pollMs: 10, timeoutMs: 10_000, deadline: UNBOUNDED };
 
 let t: TestTwin;
 beforeAll(async () => {
@@ -137,6 +139,7 @@ describe('runAgentJob against the twin', () => {
       request: { op: 'inspect', runId: 'r7' },
       pollMs: 60_000,
       timeoutMs: 120_000,
+      deadline: UNBOUNDED,
     });
     expect(result.ok).toBe(true);
     expect(Date.now() - started).toBeLessThan(30_000);
@@ -201,9 +204,13 @@ describe('runAgentJob against the twin', () => {
   it('leaves a Job it gave up on, and a retry reads that Job’s answer instead of running the agent again', async () => {
     const request = toExternal('up-w2');
     const name = agentJobName('worker-2', request);
-    const early = await runAgentJob(t, { node: 'worker-2', request, pollMs: 10, timeoutMs: 0 }).catch(
-      (e: unknown) => e,
-    );
+    const early = await runAgentJob(t, {
+      node: 'worker-2',
+      request,
+      pollMs: 10,
+      timeoutMs: 0,
+      deadline: UNBOUNDED,
+    }).catch((e: unknown) => e);
     expect(early).toBeInstanceOf(NotReadyYetError);
     expect((early as Error).message).toContain(`agent Job ${NS}/${name} on node worker-2`);
 
@@ -265,7 +272,9 @@ describe('runAgentJob without a cluster', () => {
 
   it('refuses a request the agent would refuse, before creating anything', async () => {
     const request = { op: 'set-flags', runId: 'no spaces allowed' } as AgentRequest;
-    await expect(runAgentJob(t, { node: 'cp-1', request })).rejects.toThrow(InvalidInputError);
+    await expect(runAgentJob(t, { node: 'cp-1', request, deadline: UNBOUNDED })).rejects.toThrow(
+      InvalidInputError,
+    );
   });
 
   it('turns an unreachable API server into ClusterUnreachable', async () => {
@@ -277,9 +286,9 @@ contexts: [{ name: x, context: { cluster: c, user: u } }]
 current-context: x
 `;
     const clients = clientsFromKubeconfigText(kubeconfig, 'test kubeconfig');
-    await expect(runAgentJob(clients, { node: 'n', request: { op: 'inspect', runId: 'r' } })).rejects.toThrow(
-      ClusterUnreachableError,
-    );
+    await expect(
+      runAgentJob(clients, { node: 'n', request: { op: 'inspect', runId: 'r' }, deadline: UNBOUNDED }),
+    ).rejects.toThrow(ClusterUnreachableError);
   });
 
   it('names Jobs after the request, within 63 characters', () => {

@@ -4,8 +4,11 @@
  */
 import type { Watch } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { NotReadyYetError } from '../../lib/errors.ts';
+import { DeadlineReachedError, NotReadyYetError } from '../../lib/errors.ts';
+import { Deadline } from '../../lib/kube/deadline.ts';
 import { waitFor } from '../../lib/kube/wait.ts';
+
+const UNBOUNDED = Deadline.in(Number.POSITIVE_INFINITY);
 
 type WatchFn = Watch['watch'];
 
@@ -27,6 +30,7 @@ describe('waitFor', () => {
     await waitFor('ready', async () => ready, {
       waitMs: 60_000,
       pollMs: 30_000,
+      deadline: UNBOUNDED,
       wakeOn: { clients: clientsWith(watch), path: '/api/v1/nodes' },
     });
     expect(Date.now() - started).toBeLessThan(5_000);
@@ -40,6 +44,7 @@ describe('waitFor', () => {
     await waitFor('the third look', async () => ++looks >= 3, {
       waitMs: 5_000,
       pollMs: 5,
+      deadline: UNBOUNDED,
       wakeOn: { clients: clientsWith(watch), path: '/api/v1/nodes' },
     });
     expect(looks).toBe(3);
@@ -56,10 +61,20 @@ describe('waitFor', () => {
       waitFor('never', async () => false, {
         waitMs: 50,
         pollMs: 5,
+        deadline: UNBOUNDED,
         wakeOn: { clients: clientsWith(watch), path: '/api/v1/nodes' },
       }),
     ).rejects.toBeInstanceOf(NotReadyYetError);
     await new Promise((resolve) => setTimeout(resolve, 10));
     expect(aborted).toEqual([true]);
+  });
+
+  it("shares the invocation's deadline between sequential waits: the one it cuts ends with DeadlineReached", async () => {
+    const deadline = Deadline.in(150);
+    const opts = { waitMs: 100, pollMs: 5, deadline };
+    await expect(waitFor('never', async () => false, opts)).rejects.toBeInstanceOf(NotReadyYetError);
+    await expect(waitFor('never again', async () => false, opts)).rejects.toBeInstanceOf(
+      DeadlineReachedError,
+    );
   });
 });
