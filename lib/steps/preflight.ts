@@ -354,13 +354,18 @@ function clusterNameOf(files: Files, controlPlane: readonly string[]): string {
 
 /**
  * What the kube-controller-managers do with node CIDRs and cloud routes, from their flags: they must agree,
- * or the CCM could not carry one behaviour over.
+ * or the CCM could not carry one behaviour over. On a half-migrated control plane (a resumed run) only those
+ * still in-tree say what the cluster did before; the moved ones run what the move made of it.
  */
 function nodeNetworkOf(files: Files, controlPlane: readonly string[], provider: ProviderId): NodeNetwork {
   const facts = providerFacts(provider);
+  const kcmFlags = (node: string) => files[node]?.find((f) => f.path === KCM_MANIFEST)?.flags ?? {};
+  const inTree = controlPlane.filter(
+    (node) => facts.inTreeName !== undefined && kcmFlags(node)['cloud-provider'] === facts.inTreeName,
+  );
   const seen = new Map(
-    controlPlane.map((node) => {
-      const network = kcmNodeNetwork(facts, files[node]?.find((f) => f.path === KCM_MANIFEST)?.flags ?? {});
+    (inTree.length > 0 ? inTree : controlPlane).map((node) => {
+      const network = kcmNodeNetwork(facts, kcmFlags(node));
       return [JSON.stringify(network), network] as const;
     }),
   );
