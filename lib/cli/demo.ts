@@ -51,12 +51,16 @@ export async function demo(opts: DemoOptions): Promise<void> {
     await twin.monitor.stop();
     const violations = twin.monitor.violations();
     const count = (kind: string): number => violations.filter((v) => v.kind === kind).length;
-    broken = count('uninitialized-without-cloud-controller') + count('two-cloud-controllers');
+    broken =
+      count('uninitialized-without-cloud-controller') +
+      count('two-cloud-controllers') +
+      count('two-node-ipams');
     out.write(
       [
         'invariants (twin monitor):',
         `  intervals with a tainted node and no cloud controller: ${count('uninitialized-without-cloud-controller')}`,
         `  intervals with two cloud controllers:                  ${count('two-cloud-controllers')}`,
+        `  intervals with two node IPAM controllers:              ${count('two-node-ipams')}`,
         `  intervals with the API unavailable:                    ${count('api-unavailable')}`,
         `  details: ${path.join(twin.stateDir, 'invariants.jsonl')}`,
         '',

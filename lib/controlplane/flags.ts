@@ -18,7 +18,12 @@ interface FlagToken {
  * Boolean flags of the control-plane binaries that this product reads. pflag never takes the next word as
  * a boolean's value: `--leader-elect false` is `--leader-elect=true` followed by a stray argument.
  */
-const BOOLEAN_FLAGS: ReadonlySet<string> = new Set(['leader-elect', 'enable-leader-migration']);
+const BOOLEAN_FLAGS: ReadonlySet<string> = new Set([
+  'leader-elect',
+  'enable-leader-migration',
+  'allocate-node-cidrs',
+  'configure-cloud-routes',
+]);
 
 /** strconv.ParseBool's true spellings, which pflag uses for `--flag=value`. */
 const TRUE_SPELLINGS: ReadonlySet<string> = new Set(['1', 't', 'T', 'true', 'TRUE', 'True']);

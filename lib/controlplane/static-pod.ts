@@ -43,6 +43,8 @@ export const CLOUD_FLAGS = [
   'controllers',
   'configure-cloud-routes',
   'allocate-node-cidrs',
+  'cluster-cidr',
+  'cidr-allocator-type',
 ] as const;
 
 /** The cloud flags of an argument list; repeated `--feature-gates` merged as component-base merges them. */

@@ -20,9 +20,10 @@ import type { KubeClients } from '../kube/clients.ts';
 import { call, orNotFound } from '../kube/errors.ts';
 import { providerFacts } from '../providers/catalog.ts';
 import { type ContainerImage, renderedImages } from '../providers/image-overrides.ts';
+import { ccmNodeNetwork } from '../providers/node-network.ts';
 import { ccmDeploymentRef } from '../providers/render.ts';
 import { type CcmSource, inTreeCloudConfigPath, renderCcm } from '../steps/ccm.ts';
-import { TO_EXTERNAL_KUBELET, TO_EXTERNAL_STATIC_PODS } from '../steps/edits.ts';
+import { TO_EXTERNAL_KUBELET, toExternalStaticPods } from '../steps/edits.ts';
 import {
   type ClusterExamination,
   ccmSnapshotFields,
@@ -89,13 +90,14 @@ async function objectChange(clients: KubeClients, obj: KubernetesObject): Promis
 }
 
 /**
- * The cloud config a migrated cluster's CCM mounts (its kube-controller-manager names none any more), with
- * the credentials Secret when it mounts a translated copy: what the run that migrated it rendered.
+ * What a migrated cluster's CCM runs with that its kube-controller-manager no longer shows: the cloud config
+ * it mounts, with the credentials Secret when it mounts a translated copy, and the routes and node IPAM it
+ * took over. What the run that migrated it rendered.
  */
-async function deployedCloudConfig(
+async function deployedCcm(
   clients: KubeClients,
   source: CcmSource,
-): Promise<Pick<CcmSource, 'cloudConfigTranslation' | 'deployedCloudConfig'>> {
+): Promise<Pick<CcmSource, 'cloudConfigTranslation' | 'deployedCloudConfig' | 'nodeNetwork'>> {
   const { namespace, name } = ccmDeploymentRef(source.provider);
   const kind = source.ccmWorkload === 'daemonset' ? 'DaemonSet' : 'Deployment';
   const ref = { apiVersion: 'apps/v1', kind, metadata: { name, namespace } };
@@ -103,14 +105,19 @@ async function deployedCloudConfig(
     call(`read ${kind} ${name}`, async () => (await clients.objects.read(ref)) as V1Deployment | V1DaemonSet),
   );
   const pod = deployed?.spec?.template.spec;
-  const path = parseFlags(pod?.containers.flatMap((c) => c.args ?? []) ?? []).get('cloud-config');
-  if (path === undefined) return {};
+  const flags = parseFlags(pod?.containers.flatMap((c) => c.args ?? []) ?? []);
+  const nodeNetwork = pod ? { nodeNetwork: ccmNodeNetwork(flags, source.nodeNetwork) } : {};
+  const path = flags.get('cloud-config');
+  if (path === undefined) return nodeNetwork;
   const mount = pod?.containers
     .flatMap((c) => c.volumeMounts ?? [])
     .find((m) => m.mountPath === OPENSTACK_CREDENTIALS_DIR);
   const secret = pod?.volumes?.find((v) => v.name === mount?.name)?.secret?.secretName;
-  if (secret === undefined) return { deployedCloudConfig: path };
-  return { cloudConfigTranslation: { target: path, credentialsSecret: { name: secret, namespace } } };
+  if (secret === undefined) return { ...nodeNetwork, deployedCloudConfig: path };
+  return {
+    ...nodeNetwork,
+    cloudConfigTranslation: { target: path, credentialsSecret: { name: secret, namespace } },
+  };
 }
 
 export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
@@ -125,7 +132,7 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
       op: 'set-flags',
       runId,
       dryRun: true,
-      staticPods: controlPlane ? [...TO_EXTERNAL_STATIC_PODS] : [],
+      staticPods: controlPlane ? toExternalStaticPods(exam) : [],
       kubelet: { ...TO_EXTERNAL_KUBELET, keepNodeName: node },
     });
     for (const f of result.files) {
@@ -144,16 +151,11 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
   const fields = ccmSnapshotFields(exam, opts.options);
   const source: CcmSource =
     inTreeCloudConfigPath(fields) === undefined
-      ? { ...fields, ...(await deployedCloudConfig(opts.clients, fields)) }
+      ? { ...fields, ...(await deployedCcm(opts.clients, fields)) }
       : fields;
   const rendered = renderCcm(source, fields.ccmReplicas);
   for (const obj of rendered) objects.push(await objectChange(opts.clients, obj));
-  const leaderMigration = leaderMigrationFor(
-    examination.provider,
-    examination.kubernetesVersion,
-    examination.controlPlaneNodes.length,
-    opts.options.leaderMigration,
-  );
+  const leaderMigration = leaderMigrationFor(examination, opts.options.leaderMigration);
   const images = renderedImages(rendered, opts.options.images);
   return {
     examination,

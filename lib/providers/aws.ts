@@ -76,6 +76,8 @@ export const AWS: ProviderDetails = {
   leaseName: 'cloud-controller-manager',
   manifest: 'aws/cloud-controller-manager.yaml',
   cloudConfigFile: 'cloud.conf',
+  // VPC route table entries for node podCIDRs (kubenet); pkg/providers/v1/aws_routes.go.
+  cloudRoutes: true,
   csiDrivers: ['ebs.csi.aws.com'],
   parseProviderID: parseAwsProviderID,
 };

@@ -59,6 +59,8 @@ export const AZURE: ProviderDetails = {
   cloudConfigFile: 'azure.json',
   // Credentials, subscription and resource group live only there: the CCM cannot start without it.
   cloudConfigRequired: true,
+  // Route table entries for node podCIDRs (kubenet); pkg/provider/azure_routes.go.
+  cloudRoutes: true,
   csiDrivers: ['disk.csi.azure.com', 'file.csi.azure.com'],
   // The CCM runs --controllers=*,-cloud-node: this DaemonSet initialises the nodes.
   nodeManager: {

@@ -87,6 +87,11 @@ export interface ProviderDetails {
   readonly nodeManager?: NodeManager;
   /** How the CCM takes node IPAM over from kube-controller-manager, for a provider whose CCM can. */
   readonly nodeIpam?: NodeIpamHandover;
+  /**
+   * Whether its in-tree provider (and CCM) programs cloud routes for node podCIDRs: Routes() answers (the
+   * route controller runs nothing where it does not, as in-tree vSphere's never did).
+   */
+  readonly cloudRoutes?: boolean;
   /** The CSI drivers that take over the in-tree volume plugins (preflight: in-tree volumes must migrate first). */
   readonly csiDrivers: readonly string[];
   /** The instance a providerID of this provider names; undefined when it is not one. */
@@ -104,8 +109,8 @@ export interface NodeManager {
 export interface NodeIpamHandover {
   /** Flags render sets on the CCM when it allocates node CIDRs (with `--cluster-cidr` from the cluster). */
   readonly ccmFlags: Readonly<Record<string, string>>;
-  /** The controllers kube-controller-manager must then stop: exactly one of the two may run node IPAM. */
-  readonly kcmDisabledControllers: readonly string[];
+  /** Flags kube-controller-manager then runs with: exactly one of the two may run node IPAM. */
+  readonly kcmFlags: Readonly<Record<string, string>>;
 }
 
 export type ProviderFacts = ProviderIdentity & ProviderDetails;
@@ -168,17 +173,6 @@ export function inTreeTarget(id: ProviderId): InTreeProvider {
     );
   }
   return inTreeName;
-}
-
-/**
- * kube-controller-manager's `--controllers` with `disabled` turned off (`*,bootstrapsigner` →
- * `*,bootstrapsigner,-nodeipam`); absent means the default `*`. Idempotent, and a controller listed as
- * enabled is switched to disabled rather than listed twice.
- */
-export function kcmControllersWithout(current: string | undefined, disabled: readonly string[]): string {
-  const items = (current?.trim() ? current : '*').split(',').map((c) => c.trim());
-  const kept = items.filter((c) => c !== '' && !disabled.some((d) => c === d || c === `-${d}`));
-  return [...kept, ...disabled.map((d) => `-${d}`)].join(',');
 }
 
 /** The provider whose in-tree `--cloud-provider` value this is (`gce` → gcp); undefined for any other. */

@@ -43,12 +43,15 @@ export const GCP: ProviderDetails = {
   // Optional: without one the CCM reads project and zone from the metadata server.
   cloudConfigRequired: false,
   csiDrivers: ['pd.csi.storage.gke.io'],
-  // Exactly one of KCM and CCM may run node IPAM (cloud-provider-gcp config-default.sh, kops). By default
-  // the CCM leaves it to KCM (--controllers=*,-nodeipam, as OpenShift runs it); on request it takes it over
-  // with the CloudAllocator (IP-alias clusters), and KCM must stop its node-ipam controller.
+  // Exactly one of KCM and CCM may run node IPAM (cloud-provider-gcp config-default.sh, kops). The CCM
+  // leaves it to KCM (--controllers=*,-nodeipam, as OpenShift runs it) unless KCM allocated with the
+  // CloudAllocator (IP-alias clusters), which needs the in-tree cloud: then the CCM takes it over and KCM
+  // stops allocating, with --allocate-node-cidrs=false as kops does ("kcm should not allocate node cidrs
+  // with the CloudAllocator if we're using the external CCM"; a flag of its own, unlike its --controllers).
   nodeIpam: {
     ccmFlags: { controllers: '*', 'allocate-node-cidrs': 'true', 'cidr-allocator-type': 'CloudAllocator' },
-    kcmDisabledControllers: ['nodeipam'],
+    kcmFlags: { 'allocate-node-cidrs': 'false' },
   },
+  cloudRoutes: true,
   parseProviderID: parseGceProviderID,
 };

@@ -52,6 +52,8 @@ export const OPENSTACK: ProviderDetails = {
   // translated copy beside the Secret it names (controlplane/openstack-cloud-config.ts).
   cloudConfigFile: 'cloud.conf',
   cloudConfigRequired: true,
+  // Neutron router routes, when cloud.conf names a [Route] router-id (pkg/openstack/routes.go).
+  cloudRoutes: true,
   csiDrivers: ['cinder.csi.openstack.org', 'manila.csi.openstack.org'],
   parseProviderID: parseOpenstackProviderID,
 };

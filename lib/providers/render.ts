@@ -15,6 +15,7 @@ import { labelSelectorOf } from '../kube/well-known.ts';
 import { parseInput } from '../store/run-record.ts';
 import { ccmImageFor, PROVIDERS, type ProviderFacts, providerFacts } from './catalog.ts';
 import { CCM_WORKLOADS } from './ccm-workload.ts';
+import { ccmNodeNetworkFlags, NodeNetworkSchema } from './node-network.ts';
 import { validateKubeObjects } from './validate.ts';
 
 export const MANAGED_BY_LABELS = { 'app.kubernetes.io/managed-by': 'ccm-migrate' } as const;
@@ -95,12 +96,10 @@ export const RenderInputSchema = z.object({
    */
   images: z.record(z.string().min(1), z.string().regex(/^\S+$/, 'an image reference')).optional(),
   /**
-   * The CCM allocates node CIDRs from this cluster CIDR (GCE's CloudAllocator), for a provider whose
-   * catalog entry has `nodeIpam`; kube-controller-manager must then stop its node-ipam controller.
+   * What kube-controller-manager did with node CIDRs and cloud routes before the move (node-network.ts):
+   * the CCM takes its routes over, and its CloudAllocator node IPAM. Absent: no routes, KCM keeps IPAM.
    */
-  allocateNodeCidrs: z
-    .object({ clusterCidr: z.string().regex(/^[0-9a-fA-F.:/,]+$/, 'a CIDR list') })
-    .optional(),
+  nodeNetwork: NodeNetworkSchema.optional(),
 });
 export type RenderInput = z.input<typeof RenderInputSchema>;
 
@@ -170,17 +169,13 @@ function deployment(
   spec.replicas = input.replicas;
   spec.template.metadata = withLabels(spec.template.metadata ?? {}, CCM_LABELS);
   const configFile = `${CLOUD_CONFIG_DIR}/${facts.cloudConfigFile}`;
-  const ipam = input.allocateNodeCidrs && {
-    ...facts.nodeIpam?.ccmFlags,
-    'cluster-cidr': input.allocateNodeCidrs.clusterCidr,
-  };
   const ready = {
     ...container,
     args: setFlags(container.args ?? [], {
       'cloud-provider': facts.ccmCloudProvider,
       'cluster-name': input.clusterName,
       'cloud-config': input.cloudConfigHostPath ?? (cloudConfig === undefined ? null : configFile),
-      ...ipam,
+      ...ccmNodeNetworkFlags(facts, input.nodeNetwork),
     }),
   };
   if (cloudConfig !== undefined) {
@@ -307,7 +302,7 @@ export function renderCcmObjects(input: RenderInput): KubeObject[] {
   if (parsed.credentialsSecret !== undefined && parsed.cloudConfigHostPath === undefined) {
     throw new InvalidInputError('a credentials Secret is read through a cloud config given as a host path');
   }
-  if (parsed.allocateNodeCidrs && !facts.nodeIpam) {
+  if (parsed.nodeNetwork?.nodeIpam === 'cloud' && !facts.nodeIpam) {
     throw new InvalidInputError(
       `the ${facts.displayName} cloud-controller-manager does not take node IPAM over from kube-controller-manager`,
     );

@@ -22,7 +22,7 @@ import {
 import { isPodReady } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import { cloudProviderOf, controllerManagersNot, controlPlaneOf } from './controller-managers.ts';
-import { KCM_MANIFEST, TO_EXTERNAL_KUBEADM, TO_EXTERNAL_KUBELET } from './edits.ts';
+import { KCM_MANIFEST, TO_EXTERNAL_KUBELET, toExternalKubeadm } from './edits.ts';
 import { editKubeadmConfig, editKubeletConfigMap } from './kubeadm-config.ts';
 import { runsLeaderMigration, withLeaderMigration } from './leader-migration.ts';
 import type { ActivateEvent, RunIds } from './schemas.ts';
@@ -72,7 +72,7 @@ async function currentState(
  */
 export type CcmSource = Pick<
   Snapshot,
-  'provider' | 'kubernetesVersion' | 'clusterName' | 'files' | 'images' | 'ccmWorkload'
+  'provider' | 'kubernetesVersion' | 'clusterName' | 'files' | 'images' | 'ccmWorkload' | 'nodeNetwork'
 > & {
   readonly cloudConfigTranslation?:
     | Pick<NonNullable<Snapshot['cloudConfigTranslation']>, 'target' | 'credentialsSecret'>
@@ -113,6 +113,7 @@ export function renderCcm(
       : {}),
     ...(snapshot.images ? { images: snapshot.images } : {}),
     ...(snapshot.ccmWorkload ? { workload: snapshot.ccmWorkload } : {}),
+    ...(snapshot.nodeNetwork ? { nodeNetwork: snapshot.nodeNetwork } : {}),
   }) as KubernetesObject[];
   return leaderMigration ? withLeaderMigration(objects, true) : objects;
 }
@@ -365,7 +366,7 @@ export async function activateCcm(event: ActivateEvent, ctx: StepContext): Promi
       (await controllerManagersNot(ctx, snapshot, (pod) => cloudProviderOf(pod) !== inTree)).length === 0,
     ctx,
   );
-  if (await editKubeadmConfig(ctx, TO_EXTERNAL_KUBEADM)) {
+  if (await editKubeadmConfig(ctx, toExternalKubeadm(snapshot))) {
     ctx.progress({ step: 'activate-ccm', message: 'kubeadm-config ClusterConfiguration updated' });
   }
   if (await editKubeletConfigMap(ctx, TO_EXTERNAL_KUBELET)) {

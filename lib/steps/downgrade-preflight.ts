@@ -123,6 +123,8 @@ export async function downgradePreflight(
     exam.kubernetesVersion,
     exam.controlPlaneNodes.length,
     event.options.leaderMigration,
+    // Handing node IPAM back, the CCM would allocate beside in-tree kube-controller-managers.
+    snapshot.nodeNetwork?.nodeIpam === 'cloud',
   );
   if (!alreadyInTree) {
     ctx.progress({

@@ -6,7 +6,10 @@
  */
 import type { StaticPodEdit } from '../agent/protocol.ts';
 import type { ClusterConfigurationEdit } from '../controlplane/kubeadm-config.ts';
+import { providerFacts } from '../providers/catalog.ts';
+import { kcmNodeNetworkFlags } from '../providers/node-network.ts';
 import { LEADER_MIGRATION_CONFIG_FLAG, LEADER_MIGRATION_FLAG } from './leader-migration.ts';
+import type { Snapshot } from './snapshot.ts';
 
 export const KAS_MANIFEST = '/etc/kubernetes/manifests/kube-apiserver.yaml';
 export const KCM_MANIFEST = '/etc/kubernetes/manifests/kube-controller-manager.yaml';
@@ -67,3 +70,32 @@ export const TO_EXTERNAL_KUBEADM: ClusterConfigurationEdit = {
     dropCloudConfigVolume: true,
   },
 };
+
+/**
+ * kube-controller-manager's further flags in this cluster's move: when its CloudAllocator node IPAM goes to
+ * the CCM, it stops allocating (node-network.ts); otherwise none, and every flag it still needs stays.
+ */
+function kcmNetworkFlags(
+  snapshot: Pick<Snapshot, 'provider' | 'nodeNetwork'>,
+): Readonly<Record<string, string>> {
+  return kcmNodeNetworkFlags(providerFacts(snapshot.provider), snapshot.nodeNetwork);
+}
+
+/** The control-plane manifests' edits for this cluster. */
+export function toExternalStaticPods(snapshot: Pick<Snapshot, 'provider' | 'nodeNetwork'>): StaticPodEdit[] {
+  const extra = kcmNetworkFlags(snapshot);
+  return TO_EXTERNAL_STATIC_PODS.map((e) =>
+    e.path === KCM_MANIFEST ? { ...e, flags: { ...e.flags, ...extra } } : e,
+  );
+}
+
+/** kubeadm's ClusterConfiguration edit for this cluster, the same flags as its manifests'. */
+export function toExternalKubeadm(
+  snapshot: Pick<Snapshot, 'provider' | 'nodeNetwork'>,
+): ClusterConfigurationEdit {
+  const kcm = TO_EXTERNAL_KUBEADM.controllerManager;
+  return {
+    ...TO_EXTERNAL_KUBEADM,
+    controllerManager: { ...kcm, flags: { ...kcm?.flags, ...kcmNetworkFlags(snapshot) } },
+  };
+}

@@ -27,14 +27,25 @@ export const LEADER_MIGRATION_CONFIG_FLAG = 'leader-migration-config';
 /** GA (and on by default for its feature gate) from 1.24. */
 export const LEADER_MIGRATION_MIN_MINOR = 24;
 
-/** Whether a run hands the cloud controllers over through the migration lease, and why (preflights, plan). */
+/**
+ * Whether a run hands the cloud controllers over through the migration lease, and why (preflights, plan).
+ * `nodeIpamMoves`: the CCM takes node IPAM over (GCE's CloudAllocator), which the default configuration
+ * does not migrate: while the CCM ran beside in-tree kube-controller-managers, both would allocate.
+ */
 export function decideLeaderMigration(
   kubernetesVersion: string,
   controlPlaneNodes: number,
   wanted: boolean | undefined,
+  nodeIpamMoves = false,
 ): LeaderMigrationDecision {
   const supported = kubernetesMinor(kubernetesVersion) >= LEADER_MIGRATION_MIN_MINOR;
   if (wanted === false) return { enabled: false, reason: 'leader migration turned off by the operator' };
+  if (nodeIpamMoves && supported) {
+    const why =
+      'node IPAM moves to the CCM, and the migration lease hands over only the route, service and cloud-node-lifecycle controllers: both would allocate node CIDRs while the CCM runs beside in-tree kube-controller-managers';
+    if (wanted) throw new PreflightFailedError(`leader migration cannot be used here: ${why}`);
+    return { enabled: false, reason: `${why}; the cloud controllers pass without it` };
+  }
   if (!supported) {
     if (wanted) {
       throw new PreflightFailedError(

@@ -3,25 +3,40 @@
  * kubelet, moved off the in-tree provider through the node agent. The agent leaves a file that is already
  * as desired alone, so a retried or resumed step only waits for what it changed before.
  */
+import type { StaticPodEdit } from '../agent/protocol.ts';
 import { booleanFlag, parseFlags } from '../controlplane/flags.ts';
 import { commandLine, waitForMirrorPod, waitForNodeReady } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import {
   ENABLE_LEADER_MIGRATION_STATIC_PODS,
+  KAS_MANIFEST,
+  KCM_MANIFEST,
   TO_EXTERNAL_KUBELET,
-  TO_EXTERNAL_STATIC_PODS,
+  toExternalStaticPods,
 } from './edits.ts';
 import { LEADER_MIGRATION_FLAG } from './leader-migration.ts';
 import type { NodeEvent } from './schemas.ts';
+import { loadSnapshot } from './snapshot-store.ts';
 
 type Wanted = Record<string, (flags: Map<string, string>) => boolean>;
 
-/** What a component's running flags must say once it is off the in-tree provider. */
-const MOVED: Wanted = {
-  'kube-apiserver': (f) => !f.has('cloud-provider') && !f.has('cloud-config'),
-  'kube-controller-manager': (f) =>
-    f.get('cloud-provider') === 'external' && !f.has('cloud-config') && !f.has(LEADER_MIGRATION_FLAG),
+const COMPONENTS: Readonly<Record<string, string>> = {
+  [KAS_MANIFEST]: 'kube-apiserver',
+  [KCM_MANIFEST]: 'kube-controller-manager',
 };
+
+/** What each component's running flags must say once its manifest's edit is in effect. */
+function movedBy(edits: readonly StaticPodEdit[]): Wanted {
+  return Object.fromEntries(
+    edits.map((e) => [
+      COMPONENTS[e.path] ?? e.path,
+      (f: Map<string, string>) =>
+        Object.entries(e.flags).every(([name, value]) =>
+          value === null ? !f.has(name) : f.get(name) === value,
+        ),
+    ]),
+  );
+}
 
 /** Leader migration phase 1: kube-controller-manager runs it, whatever its provider (a resumed run may be past it). */
 const MIGRATING: Wanted = {
@@ -33,10 +48,13 @@ export async function moveControlPlaneNode(
   ctx: StepContext,
 ): Promise<{ changed: boolean }> {
   const enabling = event.phase === 'enable-leader-migration';
+  const edits = enabling
+    ? ENABLE_LEADER_MIGRATION_STATIC_PODS
+    : toExternalStaticPods(await loadSnapshot(ctx, event));
   const result = await ctx.agent(event.node, {
     op: 'set-flags',
     runId: event.runId,
-    staticPods: [...(enabling ? ENABLE_LEADER_MIGRATION_STATIC_PODS : TO_EXTERNAL_STATIC_PODS)],
+    staticPods: [...edits],
   });
   const done = enabling ? 'leader migration already on' : 'manifests already external';
   ctx.progress({
@@ -45,7 +63,7 @@ export async function moveControlPlaneNode(
     node: event.node,
     message: result.changed ? 'manifests rewritten, waiting for the new pods' : done,
   });
-  for (const [component, moved] of Object.entries(enabling ? MIGRATING : MOVED)) {
+  for (const [component, moved] of Object.entries(enabling ? MIGRATING : movedBy(edits))) {
     // The mirror pod that runs the new flags and is Ready: kubelet restarted the static pod from the new file.
     await waitForMirrorPod(
       ctx,

@@ -15,6 +15,7 @@ import { waitFor } from '../kube/wait.ts';
 import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
 import { ccmImageFor, neverInTree, PROVIDERS, type ProviderId, providerFacts } from '../providers/catalog.ts';
 import { checkImageOverrides, type ImageOverrides } from '../providers/image-overrides.ts';
+import { kcmNodeNetwork, type NodeNetwork } from '../providers/node-network.ts';
 import { detectProvider, parseProviderID } from '../providers/provider-id.ts';
 import { inTreeCloudConfigPath, renderCcm } from './ccm.ts';
 import {
@@ -343,12 +344,14 @@ async function planCloudConfigTranslation(
  * has no kube-controller-manager running them: nothing to hand over (an explicit ask is refused).
  */
 export function leaderMigrationFor(
-  provider: ProviderId,
-  kubernetesVersion: string,
-  controlPlaneNodes: number,
+  exam: Pick<ClusterExamination, 'provider' | 'kubernetesVersion' | 'controlPlaneNodes' | 'nodeNetwork'>,
   wanted: boolean | undefined,
 ): LeaderMigrationDecision {
-  if (!neverInTree(provider)) return decideLeaderMigration(kubernetesVersion, controlPlaneNodes, wanted);
+  const { provider, kubernetesVersion, controlPlaneNodes } = exam;
+  if (!neverInTree(provider)) {
+    const nodeIpamMoves = exam.nodeNetwork.nodeIpam === 'cloud';
+    return decideLeaderMigration(kubernetesVersion, controlPlaneNodes.length, wanted, nodeIpamMoves);
+  }
   const { displayName } = providerFacts(provider);
   if (wanted) {
     throw new PreflightFailedError(
@@ -375,6 +378,31 @@ function clusterNameOf(files: Files, controlPlane: readonly string[]): string {
   return [...names][0] ?? 'kubernetes';
 }
 
+/**
+ * What the kube-controller-managers do with node CIDRs and cloud routes, from their flags: they must agree,
+ * or the CCM could not carry one behaviour over. On a half-migrated control plane (a resumed run) only those
+ * still in-tree say what the cluster did before; the moved ones run what the move made of it.
+ */
+function nodeNetworkOf(files: Files, controlPlane: readonly string[], provider: ProviderId): NodeNetwork {
+  const facts = providerFacts(provider);
+  const kcmFlags = (node: string) => files[node]?.find((f) => f.path === KCM_MANIFEST)?.flags ?? {};
+  const inTree = controlPlane.filter(
+    (node) => facts.inTreeName !== undefined && kcmFlags(node)['cloud-provider'] === facts.inTreeName,
+  );
+  const seen = new Map(
+    (inTree.length > 0 ? inTree : controlPlane).map((node) => {
+      const network = kcmNodeNetwork(facts, kcmFlags(node));
+      return [JSON.stringify(network), network] as const;
+    }),
+  );
+  if (seen.size > 1) {
+    throw new PreflightFailedError(
+      `kube-controller-managers disagree on node CIDRs and cloud routes (--allocate-node-cidrs, --configure-cloud-routes, --cluster-cidr, --cidr-allocator-type, --controllers): ${[...seen.keys()].join('; ')}`,
+    );
+  }
+  return [...seen.values()][0] ?? { cloudRoutes: false, nodeIpam: 'none' };
+}
+
 async function loadBalancers(ctx: ClusterAccess): Promise<Snapshot['loadBalancers']> {
   const services = await call('list services', () => ctx.clients.core.listServiceForAllNamespaces());
   return services.items
@@ -396,6 +424,7 @@ export interface ClusterExamination {
   readonly provider: ProviderId;
   readonly ccmImage: string;
   readonly clusterName: string;
+  readonly nodeNetwork: NodeNetwork;
   /** Node files still on the in-tree provider, and files already external, as "node:path". */
   readonly inTreeLeft: string[];
   readonly externalAlready: string[];
@@ -483,6 +512,7 @@ export async function examineCluster(
     provider,
     ccmImage: image,
     clusterName: clusterNameOf(files, controlPlaneNodes),
+    nodeNetwork: nodeNetworkOf(files, controlPlaneNodes, provider),
     inTreeLeft: left,
     externalAlready: externalAlready(files),
     awaitingCcm: awaiting.map(nodeName),
@@ -525,12 +555,14 @@ export function ccmSnapshotFields(
   | 'ccmWorkload'
   | 'files'
   | 'cloudConfigTranslation'
+  | 'nodeNetwork'
 > {
   return {
     provider: exam.provider,
     kubernetesVersion: exam.kubernetesVersion,
     ...(options.images ? { images: options.images } : {}),
     clusterName: exam.clusterName,
+    nodeNetwork: exam.nodeNetwork,
     ccmReplicas: options.ccmReplicas ?? Math.min(exam.controlPlaneNodes.length, 3),
     ccmWorkload: options.ccmWorkload ?? 'deployment',
     files: Object.fromEntries(
@@ -586,12 +618,7 @@ export async function preflight(
 ): Promise<PreflightResult> {
   const record = await ctx.store.begin({ clusterId: event.clusterId, runId: event.runId, kind: 'upgrade' });
   const exam = await examineCluster(ctx, event.runId, event.options);
-  const leaderMigration = leaderMigrationFor(
-    exam.provider,
-    exam.kubernetesVersion,
-    exam.controlPlaneNodes.length,
-    event.options.leaderMigration,
-  );
+  const leaderMigration = leaderMigrationFor(exam, event.options.leaderMigration);
   const left = exam.inTreeLeft;
   // Nothing in-tree is left, but nodes wait for a CCM not installed yet: the run installs it.
   const alreadyExternal = left.length === 0 && exam.awaitingCcm.length === 0;

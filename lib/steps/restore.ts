@@ -39,8 +39,8 @@ import {
   ENABLE_LEADER_MIGRATION_STATIC_PODS,
   KAS_MANIFEST,
   KCM_MANIFEST,
-  TO_EXTERNAL_KUBEADM,
   TO_EXTERNAL_KUBELET,
+  toExternalKubeadm,
 } from './edits.ts';
 import { revertKubeadmConfig, revertKubeletConfigMap } from './kubeadm-config.ts';
 import { runsLeaderMigration } from './leader-migration.ts';
@@ -244,7 +244,8 @@ export async function removeCcm(event: RestoreEvent, ctx: StepContext): Promise<
   // kubeadm-config first: one the operator left unreadable fails the step before anything is deleted.
   if (
     snapshot.kubeadmClusterConfiguration !== undefined &&
-    (await revertKubeadmConfig(ctx, snapshot.kubeadmClusterConfiguration, TO_EXTERNAL_KUBEADM)) === 'merged'
+    (await revertKubeadmConfig(ctx, snapshot.kubeadmClusterConfiguration, toExternalKubeadm(snapshot))) ===
+      'merged'
   ) {
     ctx.progress({
       step: 'remove-ccm',

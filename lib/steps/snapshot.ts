@@ -7,6 +7,7 @@ import * as z from 'zod';
 import { FileReportSchema } from '../agent/protocol.ts';
 import { PROVIDERS } from '../providers/catalog.ts';
 import { CCM_WORKLOADS } from '../providers/ccm-workload.ts';
+import { NodeNetworkSchema } from '../providers/node-network.ts';
 
 export const NodeFactsSchema = z.object({
   role: z.enum(['control-plane', 'worker']),
@@ -37,6 +38,12 @@ export const SnapshotSchema = z.object({
    * renders that kind. Absent (a snapshot from before the option): a Deployment.
    */
   ccmWorkload: z.enum(CCM_WORKLOADS).optional(),
+  /**
+   * What kube-controller-manager did with node CIDRs and cloud routes (its flags, as preflight read them):
+   * the CCM carries its routes and CloudAllocator node IPAM over. Absent (a snapshot from before it was
+   * recorded): the CCM programs no routes and KCM keeps node IPAM, as such runs did.
+   */
+  nodeNetwork: NodeNetworkSchema.optional(),
   nodes: z.record(z.string(), NodeFactsSchema),
   /** Per node, the files the migration reads or changes. */
   files: z.record(

@@ -7,6 +7,8 @@
  *   and a CCM, or two of a kind). Leader migration is no exemption: `active()` counts a migrating process
  *   only while it holds the migration lease, so two of them active means two really ran (e.g. one not
  *   electing at all);
+ * - `two-node-ipams`: two controller managers ran node IPAM at once (a KCM that kept its node-ipam
+ *   controller and a CCM that took it over), each handing out podCIDRs the other does not know of;
  * - `api-unavailable`: the API did not answer, once it had answered (a booting cluster is not a violation)
  *   or inside an injected outage window.
  * It samples every `sampleMs` and right after each relevant store change; each finished interval becomes
@@ -22,6 +24,7 @@ import type { StoreEvent } from './store.ts';
 export type ViolationKind =
   | 'uninitialized-without-cloud-controller'
   | 'two-cloud-controllers'
+  | 'two-node-ipams'
   | 'api-unavailable';
 
 export interface Violation {
@@ -54,7 +57,7 @@ const WATCHED = new Set(['nodes', 'pods', 'leases.coordination.k8s.io']);
 
 export function startInvariantMonitor(opts: {
   ctx: TwinContext;
-  controllers: Pick<CloudControllers, 'active' | 'uninitialisable'>;
+  controllers: Pick<CloudControllers, 'active' | 'nodeIpams' | 'uninitialisable'>;
   apiAvailable: () => boolean;
   sampleMs?: number;
 }): InvariantMonitor {
@@ -112,6 +115,9 @@ export function startInvariantMonitor(opts: {
     }
     const two = track('two-cloud-controllers', active.length > 1, now);
     for (const c of two ? active : []) two?.controllers.set(`${c.namespace}/${c.pod}`, c);
+    const ipams = controllers.nodeIpams();
+    const twoIpams = track('two-node-ipams', ipams.length > 1, now);
+    for (const c of twoIpams ? ipams : []) twoIpams?.controllers.set(`${c.namespace}/${c.pod}`, c);
     const up = apiAvailable();
     apiSeen ||= up;
     track('api-unavailable', !up && (apiSeen || ctx.faults.apiOutageAt(now)), now);
@@ -167,6 +173,7 @@ function detailOf(kind: ViolationKind, interval: OpenInterval): Record<string, u
     case 'uninitialized-without-cloud-controller':
       return { nodes: [...interval.nodes].sort(), nodeCount: interval.maxNodes };
     case 'two-cloud-controllers':
+    case 'two-node-ipams':
       return { controllers: [...interval.controllers.values()] };
     case 'api-unavailable':
       return {};

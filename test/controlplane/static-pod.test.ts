@@ -107,6 +107,7 @@ describe('kubeadm v1.26 manifests', () => {
       'allocate-node-cidrs': 'true',
       'cloud-config': '/etc/kubernetes/cloud.conf',
       'cloud-provider': 'aws',
+      'cluster-cidr': '192.168.0.0/16',
       'cluster-name': 'kubernetes',
       'configure-cloud-routes': 'false',
       controllers: '*,bootstrapsigner,tokencleaner',

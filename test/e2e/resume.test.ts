@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LocalRunStore } from '../../lib/store/local-store.ts';
 import { nodeNames } from '../../lib/twin/spec.ts';
-import { FIXTURES, fixtureSpec, startTestTwin, type TestTwin } from '../twin/running-twin.ts';
+import { FIXTURES, fixtureSpec, KCM, startTestTwin, type TestTwin } from '../twin/running-twin.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/ccm-migrate.js', import.meta.url));
 
@@ -82,6 +82,32 @@ describe('an upgrade killed and started again', () => {
     expect(jobs.items.map((j) => j.metadata?.name)).toEqual([]);
     await t.twin.monitor.stop();
     expect(t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
+  });
+
+  it('finishes a route-based HA cluster cut with its control plane half moved, and carries its routes over', async () => {
+    // kubenet: every kube-controller-manager programs routes; once cut, one of them runs external.
+    const spec = await fixtureSpec(FIXTURES.awsHaMini, {
+      edits: [
+        {
+          group: 'cp',
+          file: KCM,
+          edit: (text) => text.replace(/^ *- --configure-cloud-routes=false\n/m, ''),
+        },
+      ],
+    });
+    t = await startTestTwin(spec);
+    dir = await mkdtemp(path.join(os.tmpdir(), 'ccm-migrate-resume-'));
+    const args = ['--cluster-id', 'ha', '--kubeconfig', t.twin.kubeconfigPath, '--state-dir', dir, '--yes'];
+    const cut = await cli('upgrade', args, 'move-control-plane-node cp-1:');
+    expect(cut.code, cut.out).toBeNull();
+    const again = await cli('upgrade', args);
+    expect(again.code, again.out).toBe(0);
+    expect(again.out).toContain('(resumed)');
+    const ccm = await t.apps.readNamespacedDeployment({
+      name: 'aws-cloud-controller-manager',
+      namespace: 'kube-system',
+    });
+    expect(ccm.spec?.template.spec?.containers[0]?.args).toContain('--configure-cloud-routes=true');
   });
 
   it('finishes a downgrade cut in the middle of its kubelet batch', async () => {

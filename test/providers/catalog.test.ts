@@ -4,7 +4,6 @@ import {
   ccmImageFor,
   inTreeRemovedIn,
   inTreeTarget,
-  kcmControllersWithout,
   PROVIDERS,
   providerFacts,
   providerForInTreeName,
@@ -66,7 +65,7 @@ describe('the provider catalog', () => {
     ]);
     expect(row('ibm')).toEqual([undefined, undefined, 'ibm', true, ['vpc.block.csi.ibm.io']]);
     expect(providerFacts('azure').nodeManager?.daemonSetName).toBe('cloud-node-manager');
-    expect(providerFacts('gcp').nodeIpam?.kcmDisabledControllers).toEqual(['nodeipam']);
+    expect(providerFacts('gcp').nodeIpam?.kcmFlags).toEqual({ 'allocate-node-cidrs': 'false' });
   });
 
   it('gives the in-tree target of a downgrade, and none for IBM, which never was in-tree', () => {
@@ -74,15 +73,6 @@ describe('the provider catalog', () => {
     expect(inTreeTarget('openstack')).toBe('openstack');
     expect(() => inTreeTarget('ibm')).toThrow(PreflightFailedError);
     expect(() => inTreeTarget('ibm')).toThrow(/IBM Cloud \(ibm\) never had an in-tree cloud provider/);
-  });
-
-  it('turns node-ipam off in a kube-controller-manager --controllers list, once', () => {
-    expect(kcmControllersWithout('*,bootstrapsigner,tokencleaner', ['nodeipam'])).toBe(
-      '*,bootstrapsigner,tokencleaner,-nodeipam',
-    );
-    expect(kcmControllersWithout(undefined, ['nodeipam'])).toBe('*,-nodeipam');
-    expect(kcmControllersWithout('*,-nodeipam', ['nodeipam'])).toBe('*,-nodeipam');
-    expect(kcmControllersWithout('*,nodeipam', ['nodeipam'])).toBe('*,-nodeipam');
   });
 
   it('maps in-tree --cloud-provider values to providers (gce is gcp; external and ibm are none)', () => {

@@ -123,7 +123,8 @@ const GOLDEN: readonly Golden[] = [
       container: 'vsphere-cloud-controller-manager',
     },
     flags: {
-      added: { 'cluster-name': 'k8s', 'leader-elect': 'true' },
+      // Said explicitly (its default is true): render carries kube-controller-manager's routes over, or none.
+      added: { 'cluster-name': 'k8s', 'configure-cloud-routes': 'false', 'leader-elect': 'true' },
       removed: [],
       changed: { 'cloud-config': `${RENDERED_CONFIG}/vsphere.conf` },
     },
@@ -146,7 +147,8 @@ const GOLDEN: readonly Golden[] = [
     roleFile:
       'openstack/cloud-provider-openstack/manifests/controller-manager/cloud-controller-manager-roles.yaml',
     flags: {
-      added: { 'leader-elect': 'true' },
+      // Said explicitly (its default is true): render carries kube-controller-manager's routes over, or none.
+      added: { 'configure-cloud-routes': 'false', 'leader-elect': 'true' },
       removed: [],
       // Upstream passes both through env vars ($(CLOUD_CONFIG), $(CLUSTER_NAME)).
       changed: { 'cloud-config': `${RENDERED_CONFIG}/cloud.conf`, 'cluster-name': 'k8s' },
@@ -165,7 +167,8 @@ const GOLDEN: readonly Golden[] = [
     },
     roleFile: null,
     flags: {
-      added: { 'cluster-name': 'k8s' },
+      // Said explicitly (its default is true): render carries kube-controller-manager's routes over, or none.
+      added: { 'cluster-name': 'k8s', 'configure-cloud-routes': 'false' },
       // In-cluster ServiceAccount and delegated authentication instead of a kubeconfig and TLS files.
       removed: [
         'authentication-kubeconfig',

@@ -279,23 +279,42 @@ describe('renderCcmObjects (every provider)', () => {
     );
   });
 
-  it('lets the GCP CCM allocate node CIDRs on request (and no other provider’s)', () => {
+  it('lets the GCP CCM take CloudAllocator node IPAM over (and no other provider’s)', () => {
     const base = { ...BASE, provider: 'gcp' as const, kubernetesVersion: 'v1.30.4' };
     expect(containerOf(renderCcmObjects(base))?.args).toContain('--controllers=*,-nodeipam');
-    const args = containerOf(
-      renderCcmObjects({ ...base, allocateNodeCidrs: { clusterCidr: '192.168.0.0/16' } }),
-    )?.args;
+    const nodeNetwork = { cloudRoutes: false, nodeIpam: 'cloud', clusterCidr: '192.168.0.0/16' } as const;
+    const args = containerOf(renderCcmObjects({ ...base, nodeNetwork }))?.args;
     expect(args).toEqual(
       expect.arrayContaining([
         '--allocate-node-cidrs=true',
         '--cidr-allocator-type=CloudAllocator',
         '--cluster-cidr=192.168.0.0/16',
+        '--configure-cloud-routes=false',
         '--controllers=*',
       ]),
     );
-    expect(() => renderCcmObjects({ ...BASE, allocateNodeCidrs: { clusterCidr: '10.0.0.0/8' } })).toThrow(
+    expect(() => renderCcmObjects({ ...BASE, nodeNetwork })).toThrow(
       /AWS cloud-controller-manager does not take node IPAM over/,
     );
+  });
+
+  it('carries kube-controller-manager’s cloud routes over, and says no routes explicitly otherwise', () => {
+    const routed = { cloudRoutes: true, nodeIpam: 'range', clusterCidr: '10.244.0.0/16' } as const;
+    const args = containerOf(renderCcmObjects({ ...BASE, nodeNetwork: routed }))?.args;
+    expect(args).toEqual(
+      expect.arrayContaining(['--configure-cloud-routes=true', '--cluster-cidr=10.244.0.0/16']),
+    );
+    // The range allocator stays in KCM: the CCM is not told to allocate.
+    expect(args?.some((a) => a.startsWith('--allocate-node-cidrs'))).toBe(false);
+    const azure = { ...BASE, provider: 'azure' as const, kubernetesVersion: 'v1.29.4', cloudConfig: '{}' };
+    expect(containerOf(renderCcmObjects({ ...azure, nodeNetwork: routed }))?.args).toEqual(
+      expect.arrayContaining(['--allocate-node-cidrs=false', '--configure-cloud-routes=true']),
+    );
+    // The CCM's route controller defaults to on: a provider whose asset does not say so is told.
+    const openstack = { ...BASE, provider: 'openstack' as const, kubernetesVersion: 'v1.25.16' };
+    const none = containerOf(renderCcmObjects({ ...openstack, cloudConfig: '[Global]\n' }))?.args;
+    expect(none).toContain('--configure-cloud-routes=false');
+    expect(none?.some((a) => a.startsWith('--cluster-cidr'))).toBe(false);
   });
 });
 

@@ -24,4 +24,13 @@ describe('decideLeaderMigration', () => {
     expect(decideLeaderMigration('v1.29.0', 3, false).enabled).toBe(false);
     expect(decideLeaderMigration('v1.29.0', 1, true).enabled).toBe(true);
   });
+
+  it('is off when node IPAM moves to the CCM, which the migration lease does not hand over, and refused when asked for', () => {
+    expect(decideLeaderMigration('v1.30.14', 3, undefined, true)).toMatchObject({
+      enabled: false,
+      reason: expect.stringMatching(/node IPAM moves to the CCM/),
+    });
+    expect(() => decideLeaderMigration('v1.30.14', 3, true, true)).toThrow(PreflightFailedError);
+    expect(decideLeaderMigration('v1.30.14', 3, false, true).enabled).toBe(false);
+  });
 });

@@ -12,6 +12,7 @@ import {
   writeCcm,
   writeKcm,
   writeNode,
+  writePod,
 } from './cloud-harness.ts';
 
 let h: CloudHarness | undefined;
@@ -83,6 +84,57 @@ describe('the invariant monitor', () => {
     ]);
     await t.monitor.stop();
     expect((await t.invariantLines()).map((l) => l.kind)).toEqual(['two-cloud-controllers']);
+  });
+
+  it('records a KCM and a CCM both running node IPAM, and not a CCM that leaves it to KCM', async () => {
+    // Azure's CCM has a node-ipam controller; KCM's range allocator runs whether or not it is in-tree.
+    h = await startHarness((spec) => ({
+      ...spec,
+      cloud: { ...spec.cloud, provider: 'azure' },
+      latencies: { ...spec.latencies, leaseDuration: 300 },
+    }));
+    const t = h;
+    monitor = startInvariantMonitor({
+      ctx: t.ctx,
+      controllers: t.controllers,
+      apiAvailable: () => true,
+      sampleMs: 5,
+    });
+    const ccm = (name: string, allocate: boolean) =>
+      writePod(t.store, {
+        name,
+        node: 'cp-1',
+        container: 'cloud-controller-manager',
+        argv: [
+          'cloud-controller-manager',
+          '--cloud-provider=azure',
+          `--allocate-node-cidrs=${allocate}`,
+          '--cluster-cidr=192.168.0.0/16',
+        ],
+      });
+    writeKcm(
+      t.store,
+      'cp-1',
+      await kubeadmKcmCommand((argv) => [...withoutCloud(argv), '--cloud-provider=external']),
+    );
+    ccm('ccm-keeps-out', false);
+    await until(
+      () => t.controllers.nodeIpams().length === 1 && lease(t.store, 'cloud-controller-manager'),
+      'both to lead',
+    );
+    await pause(30);
+    expect(monitor.violations()).toEqual([]);
+    t.store.delete('pods', 'kube-system', 'ccm-keeps-out');
+    ccm('ccm-allocates', true);
+    await until(() => t.controllers.nodeIpams().length === 2, 'the second node IPAM to lead');
+    setPodReady(t.store, 'kube-system', 'ccm-allocates', false);
+    const [violation] = await until(
+      () => (monitor?.violations().length ?? 0) > 0 && monitor?.violations(),
+      'the interval to close',
+    );
+    expect(violation?.kind).toBe('two-node-ipams');
+    const pods = ((violation?.detail.controllers ?? []) as { pod: string }[]).map((c) => c.pod).sort();
+    expect(pods).toEqual(['ccm-allocates', 'kube-controller-manager-cp-1']);
   });
 
   it('records API outages, but not the API coming up at start, and closes open intervals on stop', async () => {

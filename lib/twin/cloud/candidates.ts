@@ -31,6 +31,57 @@ export interface ControllerCandidate {
   readonly leaderMigration: boolean;
   /** `--concurrent-node-syncs` (cloud-node controller workers; default 1 in k8s.io/cloud-provider). */
   readonly concurrentNodeSyncs: number;
+  /** What it does with node CIDRs and cloud routes, when it leads. */
+  readonly network: NetworkLoops;
+}
+
+/**
+ * The node-network loops a controller manager runs, from its own flags and upstream's defaults
+ * (`--allocate-node-cidrs=false`, `--configure-cloud-routes=true`, `--cidr-allocator-type=RangeAllocator`).
+ */
+export interface NetworkLoops {
+  /**
+   * Its route controller: a KCM's only with an in-tree cloud and `--allocate-node-cidrs`
+   * (cmd/kube-controller-manager/app/core.go startNodeRouteController); a CCM's on `--configure-cloud-routes`
+   * alone (k8s.io/cloud-provider app/core.go startRouteController, since 1.21).
+   */
+  readonly routes: boolean;
+  /**
+   * Its node-ipam controller's allocator, when it runs one: a KCM's with `--allocate-node-cidrs` (its
+   * CloudAllocator only with the in-tree gce cloud: without one KCM refuses it); a CCM's only where the
+   * provider's CCM has one (GCE's and Azure's).
+   */
+  readonly nodeIpam: 'range' | 'cloud' | undefined;
+  /** `--cluster-cidr`: the range it allocates from, and the routes it manages. */
+  readonly clusterCidr: string | undefined;
+}
+
+/** Providers whose CCM binary registers a node-ipam controller (cloud-provider-gcp, cloud-provider-azure). */
+const CCM_NODE_IPAM: readonly Provider[] = ['gce', 'azure'];
+
+function networkLoops(
+  kind: ControllerKind,
+  flags: ReadonlyMap<string, string>,
+  provider: Provider,
+  inTreeLoops: boolean,
+): NetworkLoops {
+  const controllers = flags.get('controllers');
+  const allocates = flagIsTrue(flags, 'allocate-node-cidrs', false);
+  const routesOn =
+    flagIsTrue(flags, 'configure-cloud-routes', true) &&
+    controllerEnabled(controllers, ['node-route-controller', 'route']);
+  const cloudAllocator = flags.get('cidr-allocator-type') === 'CloudAllocator';
+  const ipamOn =
+    allocates &&
+    controllerEnabled(controllers, ['node-ipam-controller', 'nodeipam']) &&
+    (kind === 'kube-controller-manager'
+      ? !cloudAllocator || (inTreeLoops && provider === 'gce')
+      : CCM_NODE_IPAM.includes(provider));
+  return {
+    routes: routesOn && (kind === 'cloud-controller-manager' || (inTreeLoops && allocates)),
+    nodeIpam: ipamOn ? (cloudAllocator ? 'cloud' : 'range') : undefined,
+    clusterCidr: flags.get('cluster-cidr') || undefined,
+  };
 }
 
 interface Container {
@@ -40,15 +91,19 @@ interface Container {
 }
 
 /**
- * Whether `--controllers` (a comma list; absent: the default `*`) enables `name`, as
- * k8s.io/controller-manager's IsControllerEnabled reads it: the first explicit `name` or `-name` wins,
- * else `*` enables it (none of the cloud controllers is disabled by default).
+ * Whether `--controllers` (a comma list; absent: the default `*`) enables `name` (or any of its names: a
+ * controller and its alias), as k8s.io/controller-manager's IsControllerEnabled reads it: the first
+ * explicit `name` or `-name` wins, else `*` enables it (none of the cloud controllers is off by default).
  */
-export function controllerEnabled(controllers: string | undefined, name: string): boolean {
+export function controllerEnabled(
+  controllers: string | undefined,
+  name: string | readonly string[],
+): boolean {
+  const names = typeof name === 'string' ? [name] : name;
   let star = false;
   for (const item of (controllers ?? '*').split(',').map((c) => c.trim())) {
-    if (item === name) return true;
-    if (item === `-${name}`) return false;
+    if (names.includes(item)) return true;
+    if (names.some((n) => item === `-${n}`)) return false;
     if (item === '*') star = true;
   }
   return star;
@@ -86,6 +141,7 @@ export function controllerCandidate(pod: KubeObject, provider: Provider): Contro
       leaderElect: flagIsTrue(flags, 'leader-elect', true),
       leaderMigration: flagIsTrue(flags, 'enable-leader-migration', false),
       concurrentNodeSyncs: syncs > 0 ? syncs : 1,
+      network: networkLoops(kind, flags, provider, isKcm && cloudLoops),
     };
   }
   return undefined;

@@ -5,7 +5,8 @@
  * `--controllers` keeps `cloud-node`) and per-node cloud-node-managers (Azure's DaemonSet: a Ready pod with
  * a `cloud-node-manager` container initialises the node it runs on). They meet the cluster only through the
  * store: controller pods and their readiness come from the kubelets, leadership from Leases, and the
- * loops (node initialisation, node lifecycle, load balancers) write Nodes, Services and Events.
+ * loops (node initialisation, node lifecycle, load balancers, node IPAM, routes) write Nodes, Services,
+ * Events and the cloud's route table.
  * One timer (the leader election retry period) drives renewals, retries and the lifecycle pass; pod,
  * node and service events drive the rest.
  */
@@ -16,7 +17,9 @@ import { controllerCandidate, nodeManagerNode, podReady } from './candidates.ts'
 import { electionTimings, LeaderElection, type Participant } from './leader-election.ts';
 import type { CloudModel } from './model.ts';
 import { CloudNodeController } from './node-init.ts';
+import { allocatePodCidrs } from './node-ipam.ts';
 import { CloudNodeLifecycleController } from './node-lifecycle.ts';
+import { reconcileRoutes } from './routes.ts';
 import { ServiceController } from './services.ts';
 
 export interface ActiveController {
@@ -32,6 +35,8 @@ export interface ActiveController {
 export interface CloudControllers {
   /** The controller processes running the cloud loops now. */
   active(): readonly ActiveController[];
+  /** The controller processes running node IPAM now (two would hand out ranges against each other). */
+  nodeIpams(): readonly ActiveController[];
   /**
    * Whether something initialises this node now, were it tainted: a leading CCM whose loops include
    * cloud-node, or the node's own Ready cloud-node-manager.
@@ -124,6 +129,13 @@ export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): Clou
     if (loopsRun()) lifecycle.monitor();
   };
 
+  /** Node IPAM in whichever controller managers lead with it on, then routes in the cloud loop runners. */
+  const syncNetwork = (): void => {
+    if (!apiUp()) return;
+    allocatePodCidrs(ctx, cloud, election.leaders());
+    reconcileRoutes(ctx, cloud, election.cloudLoopRunners());
+  };
+
   const round = (): void => {
     try {
       election.reconcile(apiUp());
@@ -136,12 +148,14 @@ export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): Clou
       onRunnersChanged();
     }
     syncServices();
+    syncNetwork();
     nodeInit.pump();
   };
 
   const electionSoon = coalesced(round);
   const servicesSoon = coalesced(syncServices);
   const nodeInitSoon = coalesced(() => nodeInit.pump());
+  const networkSoon = coalesced(syncNetwork);
 
   const onPod = (pod: KubeObject, deleted: boolean): void => {
     const key = objectKey(pod);
@@ -172,6 +186,7 @@ export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): Clou
       nodeInit.observe(event);
       lifecycle.observe(event);
       nodeInit.pump();
+      networkSoon.trigger();
     } else if (event.key === 'services' && !deleted && services.needsSync(event.object)) {
       pendingServices.add(objectKey(event.object));
       servicesSoon.trigger();
@@ -206,21 +221,28 @@ export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): Clou
     electionSoon.cancel();
     servicesSoon.cancel();
     nodeInitSoon.cancel();
+    networkSoon.cancel();
     unsubscribe();
     nodeInit.stop();
   };
   ctx.signal.addEventListener('abort', stop, { once: true });
 
+  const described = (p: Participant): ActiveController => ({
+    kind: p.kind,
+    pod: p.pod,
+    namespace: p.namespace,
+    node: p.node,
+    provider: cloud.provider,
+    leaderMigration: p.leaderMigration,
+  });
+
   return {
-    active: () =>
-      election.cloudLoopRunners().map((p) => ({
-        kind: p.kind,
-        pod: p.pod,
-        namespace: p.namespace,
-        node: p.node,
-        provider: cloud.provider,
-        leaderMigration: p.leaderMigration,
-      })),
+    active: () => election.cloudLoopRunners().map(described),
+    nodeIpams: () =>
+      election
+        .leaders()
+        .filter((p) => p.network.nodeIpam)
+        .map(described),
     initialises: (node) => uninitialisable([node]).length === 0,
     uninitialisable,
     stop: async () => stop(),

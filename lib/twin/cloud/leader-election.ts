@@ -124,15 +124,28 @@ export class LeaderElection {
 
   /** The running processes that run the cloud loops now (lease holders, and those not electing). */
   cloudLoopRunners(): Participant[] {
+    return this.#holding((p) => p.cloudLoops && (p.leaderMigration ? MIGRATION_LEASE : mainLease(p.kind)));
+  }
+
+  /**
+   * The running processes that run their binary's own controllers now (node IPAM among them): each holds
+   * its main lease, or does not elect.
+   */
+  leaders(): Participant[] {
+    return this.#holding((p) => mainLease(p.kind));
+  }
+
+  /** The running participants that hold the lease `leaseOf` names for them (false: none counts). */
+  #holding(leaseOf: (p: Participant) => string | false): Participant[] {
     const holders = new Map<string, string | undefined>();
     const holderOf = (lease: string): string | undefined => {
       if (!holders.has(lease)) holders.set(lease, this.holder(lease));
       return holders.get(lease);
     };
     return [...this.#participants.values()].filter((p) => {
-      if (!p.running || !p.cloudLoops) return false;
-      if (!p.leaderElect) return true;
-      return holderOf(p.leaderMigration ? MIGRATION_LEASE : mainLease(p.kind)) === p.identity;
+      const lease = leaseOf(p);
+      if (!p.running || lease === false) return false;
+      return !p.leaderElect || holderOf(lease) === p.identity;
     });
   }
 

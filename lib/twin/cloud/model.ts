@@ -36,6 +36,27 @@ export interface NodePlacement {
   readonly hostname: string;
 }
 
+/**
+ * A route of the cluster's route table (a VPC route table, a GCE network's routes): a node's podCIDR sent
+ * to its instance, as a route controller creates it (k8s.io/cloud-provider controllers/route).
+ */
+export interface CloudRoute {
+  readonly destinationCidr: string;
+  /** The node the route was made for (cloudprovider.Route.TargetNode), and the instance behind it. */
+  readonly node: string;
+  readonly instanceId: string;
+}
+
+/** Clouds whose provider programs routes (Routes() answers): not vSphere's in-tree one, nor IBM's. */
+const ROUTES_SUPPORTED: Record<Provider, boolean> = {
+  aws: true,
+  azure: true,
+  gce: true,
+  openstack: true,
+  vsphere: false,
+  ibm: false,
+};
+
 const INSTANCE_TYPES: Record<Provider, string> = {
   aws: 'm5.large',
   azure: 'Standard_D2s_v3',
@@ -102,11 +123,16 @@ export class CloudModel {
   readonly #instances = new Map<string, Instance>();
   readonly #byProviderID = new Map<string, Instance>();
   readonly #spec: TwinSpec;
+  /** The cluster's route table, by destination CIDR. */
+  readonly #routes = new Map<string, CloudRoute>();
+  /** Whether this cloud has routes to program at all. */
+  readonly supportsRoutes: boolean;
 
   constructor(spec: TwinSpec) {
     this.#spec = spec;
     this.provider = spec.cloud.provider;
     this.region = spec.cloud.region;
+    this.supportsRoutes = ROUTES_SUPPORTED[this.provider];
     for (const group of spec.nodeGroups) {
       for (const name of nodeNames(group)) this.addNode(name, group.name);
     }
@@ -159,6 +185,19 @@ export class CloudModel {
     if (!instance) return;
     this.#instances.delete(node);
     this.#byProviderID.delete(instance.providerID);
+  }
+
+  routes(): CloudRoute[] {
+    return [...this.#routes.values()];
+  }
+
+  /** Create (or replace) the route to a destination, as CreateRoute does. */
+  createRoute(route: CloudRoute): void {
+    this.#routes.set(route.destinationCidr, route);
+  }
+
+  deleteRoute(destinationCidr: string): void {
+    this.#routes.delete(destinationCidr);
   }
 
   #createInstance(p: NodePlacement): void {
