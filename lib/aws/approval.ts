@@ -1,6 +1,6 @@
 /**
- * The upgrade's approval gate (state-machines/upgrade.ts): the request it publishes to the notification
- * topic, and the two answers. The request holds the task token Step Functions waits on, since that token is
+ * The upgrade's approval gate (state-machines/upgrade.ts): the request it publishes to the approval topic
+ * (a topic of its own: the request's token answers it), and the two answers. The request holds the task token Step Functions waits on, since that token is
  * the only handle SendTaskSuccess/SendTaskFailure take; it holds no credential and no cluster data beyond
  * ids and counts. Local mode gets the same request and answers it in-process (lib/local/approval.ts).
  */

@@ -1,5 +1,5 @@
 /**
- * The approval gate in the synthesized stack: the KMS-encrypted topic it publishes to, the gate state in
+ * The approval gate in the synthesized stack: the KMS-encrypted topic of its own it publishes to, the gate state in
  * the upgrade definition (where it stands, what it publishes, its timeout and where its failures go), the
  * one role allowed to publish, the construct's props, and cdk-nag with those props.
  */
@@ -94,16 +94,29 @@ function statements(
 const actions = (s: { Action: string | string[] }) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
 
 describe('the topic', () => {
-  it('is encrypted with the stack key and refuses requests without TLS', () => {
-    const topics = Object.entries(plain.resources).filter(([, r]) => r.Type === 'AWS::SNS::Topic');
-    expect(topics).toHaveLength(1);
-    expect(topics[0]?.[1].Properties.KmsMasterKeyId).toEqual({
+  it('is one of its own, encrypted with the stack key, refusing requests without TLS', () => {
+    const approvals = logicalId(plain, plain.orchestrator.approvalTopic);
+    expect(approvals).not.toBe(logicalId(plain, plain.orchestrator.topic));
+    expect(plain.resources[approvals]?.Properties.KmsMasterKeyId).toEqual({
       'Fn::GetAtt': [logicalId(plain, plain.orchestrator.key as never), 'Arn'],
     });
-    const policy = Object.values(plain.resources).find((r) => r.Type === 'AWS::SNS::TopicPolicy');
+    const policy = Object.values(plain.resources).find(
+      (r) =>
+        r.Type === 'AWS::SNS::TopicPolicy' &&
+        JSON.stringify(r.Properties.Topics) === JSON.stringify([{ Ref: approvals }]),
+    );
     expect(JSON.stringify(policy?.Properties.PolicyDocument)).toMatch(
       /"Effect":"Deny".*"aws:SecureTransport":"false"|"aws:SecureTransport":"false".*"Effect":"Deny"/,
     );
+  });
+
+  it('gets nothing but approval requests: no rule or alarm notifies it', () => {
+    const approvals = { Ref: logicalId(plain, plain.orchestrator.approvalTopic) };
+    const targeting = Object.entries(plain.resources)
+      .filter(([, r]) => r.Type === 'AWS::Events::Rule' || r.Type === 'AWS::CloudWatch::Alarm')
+      .filter(([, r]) => JSON.stringify(r.Properties).includes(JSON.stringify(approvals)))
+      .map(([id]) => id);
+    expect(targeting).toEqual([]);
   });
 });
 
@@ -134,7 +147,7 @@ describe('the gate in the upgrade definition', () => {
     };
     expect(gate.Resource).toBe('arn:aws:states:::sns:publish.waitForTaskToken');
     expect(gate.Parameters.TopicArn).toBe(
-      `arn:aws:sns:eu-west-1:111111111111:${logicalId(plain, plain.orchestrator.topic)}`,
+      `arn:aws:sns:eu-west-1:111111111111:${logicalId(plain, plain.orchestrator.approvalTopic)}`,
     );
     expect(Object.keys(gate.Parameters.Message).sort()).toEqual(
       [
@@ -172,11 +185,16 @@ describe('the gate in the upgrade definition', () => {
 });
 
 describe('permissions', () => {
-  it('lets only the upgrade machine publish, to the topic only, and use the key only for that topic', () => {
-    const topic = { Ref: logicalId(plain, plain.orchestrator.topic) };
+  it('lets only the upgrade machine publish, to the approval topic only, and use the key only for it', () => {
+    const topic = { Ref: logicalId(plain, plain.orchestrator.approvalTopic) };
     const upgradeRole = logicalId(plain, plain.orchestrator.upgrade.role as never);
     const publish = statements(plain).filter((s) => actions(s).some((a) => a.startsWith('sns:')));
-    expect(publish).toEqual([{ role: upgradeRole, Action: 'sns:Publish', Effect: 'Allow', Resource: topic }]);
+    expect(publish.filter((s) => JSON.stringify(s.Resource) === JSON.stringify(topic))).toEqual([
+      { role: upgradeRole, Action: 'sns:Publish', Effect: 'Allow', Resource: topic },
+    ]);
+    // The other publisher, EventBridge's role, to the notification topic only.
+    const notifications = { Ref: logicalId(plain, plain.orchestrator.topic) };
+    expect(publish.filter((s) => s.role !== upgradeRole).map((s) => s.Resource)).toEqual([notifications]);
     const key = statements(plain).filter(
       (s) => s.role === upgradeRole && actions(s).some((a) => a.startsWith('kms:')),
     );
