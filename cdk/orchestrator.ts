@@ -31,10 +31,11 @@ import { Construct } from 'constructs';
 import { DEFAULT_KUBECONFIG_SECRET_PREFIX, ENV } from '../lib/aws/env.ts';
 import { executionEndedPattern, MIGRATION_REQUESTED_PATTERN, NOTIFY_PATTERN } from '../lib/events.ts';
 import { RUN_TABLE } from '../lib/store/table.ts';
+import { APPROVAL_TIMEOUT } from '../state-machines/approval-gate.ts';
 import { DOWNGRADE_TIMEOUT, downgradeDefinition } from '../state-machines/downgrade.ts';
 import { DRIFT_TIMEOUT, driftDefinition } from '../state-machines/drift.ts';
 import { DRIFT_STEP_IDS, lambdaStepTasks, STEP_IDS, type StepId } from '../state-machines/steps.ts';
-import { APPROVAL_TIMEOUT, UPGRADE_TIMEOUT, upgradeDefinition } from '../state-machines/upgrade.ts';
+import { UPGRADE_TIMEOUT, upgradeDefinition } from '../state-machines/upgrade.ts';
 import { bundlingFor, entryOf, type FunctionId, PROJECT_ROOT, talksToCluster } from './bundling.ts';
 import { Monitoring } from './monitoring.ts';
 
@@ -65,7 +66,12 @@ export interface MigrationOrchestratorProps {
    */
   readonly requireApproval?: boolean;
   /**
-   * How long the approval gate waits before the run ends unchanged; the upgrade machine's timeout grows by
+   * The same for every downgrade started by a `MigrationRequested` event (a drift run's remediation back
+   * in-tree among them); @default false: only runs that ask for it.
+   */
+  readonly requireDowngradeApproval?: boolean;
+  /**
+   * How long an approval gate waits before the run ends unchanged; the migration machines' timeouts grow by
    * as much. @default 24 hours
    */
   readonly approvalTimeout?: Duration;
@@ -260,19 +266,24 @@ export class MigrationOrchestrator extends Construct {
       // A run that waited its whole approval time still has the whole run's time to migrate.
       UPGRADE_TIMEOUT.plus(approvalTimeout),
     );
-    // The gate's publish to the encrypted topic: SNS encrypts it with the key, for this topic only.
-    this.upgrade.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: ['kms:GenerateDataKey', 'kms:Decrypt'],
-        resources: [this.key.keyArn],
-        conditions: { StringEquals: { [SNS_TOPIC_CONTEXT]: this.approvalTopic.topicArn } },
-      }),
-    );
     this.downgrade = machine(
       'Downgrade',
-      downgradeDefinition(new Construct(this, 'DowngradeStates'), stepTask),
-      DOWNGRADE_TIMEOUT,
+      downgradeDefinition(new Construct(this, 'DowngradeStates'), stepTask, {
+        approvalTopic: this.approvalTopic,
+        approvalTimeout,
+      }),
+      DOWNGRADE_TIMEOUT.plus(approvalTimeout),
     );
+    // The gates' publish to the encrypted topic: SNS encrypts it with the key, for this topic only.
+    for (const m of [this.upgrade, this.downgrade]) {
+      m.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['kms:GenerateDataKey', 'kms:Decrypt'],
+          resources: [this.key.keyArn],
+          conditions: { StringEquals: { [SNS_TOPIC_CONTEXT]: this.approvalTopic.topicArn } },
+        }),
+      );
+    }
     this.drift = machine(
       'Drift',
       driftDefinition(new Construct(this, 'DriftStates'), stepTask),
@@ -328,6 +339,7 @@ export class MigrationOrchestrator extends Construct {
     const starter = fn('starter', {
       ...machineEnv,
       ...(props.requireApproval ? { [ENV.requireApproval]: 'true' } : {}),
+      ...(props.requireDowngradeApproval ? { [ENV.requireDowngradeApproval]: 'true' } : {}),
     });
     this.upgrade.grantStartExecution(starter);
     this.downgrade.grantStartExecution(starter);

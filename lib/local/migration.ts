@@ -23,7 +23,7 @@ export interface MigrationRunOptions extends LocalContextOptions {
   readonly clusterId: string;
   readonly maxUnavailable?: number;
   readonly options?: UpgradeInput['options'];
-  /** Answers the upgrade's approval gate (`options.requireApproval`); without it such a run ends unchanged. */
+  /** Answers the approval gate (`options.requireApproval`); without it such a run ends unchanged. */
   readonly approve?: Approver;
   readonly onEvent?: (event: EventLog) => void;
   /** Retry pauses per state name in ms (tests); the definition's own intervals otherwise. */
@@ -97,7 +97,7 @@ async function runMigrationLocally(
   const result = await runLocally({
     workflow: migrationWorkflow(kind),
     handlers: stepHandlers(ctx),
-    ...(kind === 'upgrade' ? { taskHandlers: approvalGateHandlers(opts.approve) } : {}),
+    taskHandlers: approvalGateHandlers(opts.approve),
     input,
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
     ...(opts.retryIntervalOverrides ? { retryIntervalOverrides: opts.retryIntervalOverrides } : {}),

@@ -7,8 +7,10 @@ import { createRequire } from 'node:module';
 import { App, Duration, Stack, Validations } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import type { Construct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MigrationOrchestrator } from '../../cdk/orchestrator.ts';
+import { DOWNGRADE_STATES } from '../../state-machines/downgrade.ts';
 import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
 import { testStack } from './stack.ts';
 
@@ -40,6 +42,7 @@ beforeAll(() => {
   const other = new Stack(app, 'Approving', { env: { account: '111111111111', region: 'eu-west-1' } });
   const gated = new MigrationOrchestrator(other, 'CcmMigrate', {
     requireApproval: true,
+    requireDowngradeApproval: true,
     approvalTimeout: Duration.hours(2),
   });
   // The plugins run at synth and fail it with a report of every unacknowledged finding.
@@ -75,10 +78,12 @@ function deployedText(part: unknown): string {
   throw new Error(`unexpected ${JSON.stringify(part)}`);
 }
 
-function upgradeMachine(b: Built): { TimeoutSeconds: number; States: Record<string, State> } {
-  const machine = b.resources[logicalId(b, b.orchestrator.upgrade)];
+function definitionOf(b: Built, m: Construct): { TimeoutSeconds: number; States: Record<string, State> } {
+  const machine = b.resources[logicalId(b, m)];
   return JSON.parse(deployedText(machine?.Properties.DefinitionString)) as never;
 }
+const upgradeMachine = (b: Built) => definitionOf(b, b.orchestrator.upgrade);
+const downgradeMachine = (b: Built) => definitionOf(b, b.orchestrator.downgrade);
 
 function statements(
   b: Built,
@@ -155,6 +160,7 @@ describe('the gate in the upgrade definition', () => {
         'clusterId.$',
         'kind',
         'kubernetesVersion.$',
+        'migration',
         'nodes.$',
         'provider.$',
         'reject.$',
@@ -184,17 +190,68 @@ describe('the gate in the upgrade definition', () => {
   });
 });
 
+describe('the gate in the downgrade definition', () => {
+  it('stands after preflight found work to do and before the first restore, off unless the input asks', () => {
+    const { States, TimeoutSeconds } = downgradeMachine(plain);
+    const D = DOWNGRADE_STATES;
+    expect(States[D.nothingToDo]?.Default).toBe(D.needsApproval);
+    expect(States[D.needsApproval]?.Choices).toEqual([
+      {
+        And: [
+          { Variable: '$.options.requireApproval', IsPresent: true },
+          { Variable: '$.options.requireApproval', BooleanEquals: true },
+        ],
+        Next: D.approval,
+      },
+    ]);
+    expect(States[D.needsApproval]?.Default).toBe(States[D.approval]?.Next);
+    expect(States[D.approval]).toMatchObject({
+      Resource: 'arn:aws:states:::sns:publish.waitForTaskToken',
+      TimeoutSeconds: 24 * 3600,
+      Parameters: {
+        TopicArn: `arn:aws:sns:eu-west-1:111111111111:${logicalId(plain, plain.orchestrator.approvalTopic)}`,
+      },
+    });
+    expect(TimeoutSeconds).toBe(36 * 3600);
+    expect(aslValidator(downgradeMachine(plain)).errors).toEqual([]);
+  });
+
+  it('lets the downgrade machine publish to the approval topic and use the key only for it', () => {
+    const topic = { Ref: logicalId(plain, plain.orchestrator.approvalTopic) };
+    const role = logicalId(plain, plain.orchestrator.downgrade.role as never);
+    const mine = statements(plain).filter((s) => s.role === role);
+    expect(mine).toContainEqual({ role, Action: 'sns:Publish', Effect: 'Allow', Resource: topic });
+    expect(mine.filter((s) => actions(s).some((a) => a.startsWith('kms:')))).toEqual([
+      expect.objectContaining({
+        Condition: { StringEquals: { 'kms:EncryptionContext:aws:sns:topicArn': topic } },
+      }),
+    ]);
+  });
+
+  it('is required of every event-triggered downgrade by requireDowngradeApproval', () => {
+    const fn =
+      approving.resources[logicalId(approving, approving.orchestrator.functions.get('starter') as never)];
+    expect(fn?.Properties.Environment).toMatchObject({ Variables: { REQUIRE_DOWNGRADE_APPROVAL: 'true' } });
+    const plainFn = plain.resources[logicalId(plain, plain.orchestrator.functions.get('starter') as never)];
+    expect(JSON.stringify(plainFn?.Properties.Environment)).not.toContain('REQUIRE_DOWNGRADE_APPROVAL');
+  });
+});
+
 describe('permissions', () => {
-  it('lets only the upgrade machine publish, to the approval topic only, and use the key only for it', () => {
+  it("lets only the migration machines publish to the approval topic, the upgrade's using the key only for it", () => {
     const topic = { Ref: logicalId(plain, plain.orchestrator.approvalTopic) };
     const upgradeRole = logicalId(plain, plain.orchestrator.upgrade.role as never);
+    const downgradeRole = logicalId(plain, plain.orchestrator.downgrade.role as never);
     const publish = statements(plain).filter((s) => actions(s).some((a) => a.startsWith('sns:')));
     expect(publish.filter((s) => JSON.stringify(s.Resource) === JSON.stringify(topic))).toEqual([
       { role: upgradeRole, Action: 'sns:Publish', Effect: 'Allow', Resource: topic },
+      { role: downgradeRole, Action: 'sns:Publish', Effect: 'Allow', Resource: topic },
     ]);
     // The other publisher, EventBridge's role, to the notification topic only.
     const notifications = { Ref: logicalId(plain, plain.orchestrator.topic) };
-    expect(publish.filter((s) => s.role !== upgradeRole).map((s) => s.Resource)).toEqual([notifications]);
+    expect(
+      publish.filter((s) => s.role !== upgradeRole && s.role !== downgradeRole).map((s) => s.Resource),
+    ).toEqual([notifications]);
     const key = statements(plain).filter(
       (s) => s.role === upgradeRole && actions(s).some((a) => a.startsWith('kms:')),
     );
