@@ -423,6 +423,23 @@ describe.runIf(realApiRuns())('the RBAC ccm-migrate ships, on a real kube-apiser
     expect(differing).toEqual([]);
   }, 60_000);
 
+  it("says which rule to change when the cluster's OpenStack credentials Secret is not the one it names", async () => {
+    const otherSecret = (docs: RbacRole[]) =>
+      docs.map((d) => ({
+        ...d,
+        rules: d.rules?.map((r) =>
+          r.resources.includes('secrets') ? { ...r, resourceNames: ['another-secret'] } : r,
+        ),
+      }));
+    const { clients } = await startBound('openstack-secret-mini', otherSecret as never);
+    await expect(planUpgrade({ clients, options: {}, pollMs: 10 })).rejects.toMatchObject({
+      name: 'PreflightFailed',
+      message: expect.stringMatching(
+        /openstack-credentials.*resourceNames in assets\/rbac\/ccm-migrate\.yaml/,
+      ),
+    });
+  }, 120_000);
+
   it('needs escalate: without it the CCM’s ClusterRole is refused and the upgrade rolls back', async () => {
     const withoutEscalate = (docs: RbacRole[]) =>
       docs.map((d) => ({
