@@ -3,7 +3,8 @@
  * cdk/app.ts). It holds the upgrade, downgrade and drift state machines (state-machines/, one Lambda per
  * step), the schedule that runs the drift checks, the run table, the event bus with the rule that starts
  * runs, the rule that sees runs end, a topic for notifications, a topic of their own for the approval
- * requests (whose subscribers answer them), and alarms and a dashboard (cdk/monitoring.ts). Each function's role grants exactly the calls it makes.
+ * requests (whose subscribers answer them), and alarms and a dashboard (cdk/monitoring.ts). Each function's
+ * role grants exactly the calls it makes.
  */
 import {
   ArnFormat,
@@ -140,7 +141,8 @@ export class MigrationOrchestrator extends Construct {
     });
 
     this.bus = new events.EventBus(this, 'Bus', { eventBusName: `${stack.stackName}-ccm-migrate` });
-    // Named, so that the key's policy can name it by ARN without a reference to it (the topic refers to the key).
+    // Named, so that the key's policy can spell its ARN without a reference to it (the topic refers to the
+    // key: a reference back would be a cycle).
     const notificationTopicName = `${Names.uniqueResourceName(this, { maxLength: 200, separator: '-' })}-notifications`;
     this.topic = new sns.Topic(this, 'Notifications', {
       topicName: notificationTopicName,
