@@ -45,5 +45,6 @@ new CfnOutput(stack, STACK_OUTPUTS.bus, { value: orchestrator.bus.eventBusName }
 new CfnOutput(stack, STACK_OUTPUTS.table, { value: orchestrator.table.tableName });
 new CfnOutput(stack, STACK_OUTPUTS.key, { value: orchestrator.key.keyArn });
 new CfnOutput(stack, STACK_OUTPUTS.topic, { value: orchestrator.topic.topicArn });
+new CfnOutput(stack, STACK_OUTPUTS.approvalTopic, { value: orchestrator.approvalTopic.topicArn });
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
 app.synth();

@@ -2,8 +2,9 @@
  * The deployable ccm-migrate: one construct a platform team drops into its own CDK app (or deploys through
  * cdk/app.ts). It holds the upgrade, downgrade and drift state machines (state-machines/, one Lambda per
  * step), the schedule that runs the drift checks, the run table, the event bus with the rule that starts
- * runs, the rule that sees runs end, a topic for notifications and the upgrade's approval requests, and
- * alarms and a dashboard (cdk/monitoring.ts). Each function's role grants exactly the calls it makes.
+ * runs, the rule that sees runs end, a topic for notifications, a topic of their own for the approval
+ * requests (whose subscribers answer them), and alarms and a dashboard (cdk/monitoring.ts). Each function's
+ * role grants exactly the calls it makes.
  */
 import {
   ArnFormat,
@@ -15,6 +16,7 @@ import {
   aws_kms as kms,
   aws_lambda as lambda,
   aws_logs as logs,
+  Names,
   aws_lambda_nodejs as nodejs,
   RemovalPolicy,
   Stack,
@@ -31,10 +33,11 @@ import { DEFAULT_KUBECONFIG_SECRET_PREFIX, ENV } from '../lib/aws/env.ts';
 import { executionEndedPattern, MIGRATION_REQUESTED_PATTERN, NOTIFY_PATTERN } from '../lib/events.ts';
 import { STEP_TIMEOUT_MS } from '../lib/steps/time-budget.ts';
 import { RUN_TABLE } from '../lib/store/table.ts';
+import { APPROVAL_TIMEOUT } from '../state-machines/approval-gate.ts';
 import { DOWNGRADE_TIMEOUT, downgradeDefinition } from '../state-machines/downgrade.ts';
 import { DRIFT_TIMEOUT, driftDefinition } from '../state-machines/drift.ts';
 import { DRIFT_STEP_IDS, lambdaStepTasks, STEP_IDS, type StepId } from '../state-machines/steps.ts';
-import { APPROVAL_TIMEOUT, UPGRADE_TIMEOUT, upgradeDefinition } from '../state-machines/upgrade.ts';
+import { UPGRADE_TIMEOUT, upgradeDefinition } from '../state-machines/upgrade.ts';
 import { bundlingFor, entryOf, type FunctionId, PROJECT_ROOT, talksToCluster } from './bundling.ts';
 import { Monitoring } from './monitoring.ts';
 
@@ -68,7 +71,12 @@ export interface MigrationOrchestratorProps {
    */
   readonly requireApproval?: boolean;
   /**
-   * How long the approval gate waits before the run ends unchanged; the upgrade machine's timeout grows by
+   * The same for every downgrade started by a `MigrationRequested` event (a drift run's remediation back
+   * in-tree among them); @default false: only runs that ask for it.
+   */
+  readonly requireDowngradeApproval?: boolean;
+  /**
+   * How long an approval gate waits before the run ends unchanged; the migration machines' timeouts grow by
    * as much. @default 24 hours
    */
   readonly approvalTimeout?: Duration;
@@ -81,6 +89,9 @@ function nagArn(stack: Stack, service: string, resource: string): string {
   return `arn:<AWS::Partition>:${service}:${region}:${account}:${resource}`;
 }
 
+/** The encryption context SNS gives KMS for a topic's messages: the topic's ARN. */
+const SNS_TOPIC_CONTEXT = 'kms:EncryptionContext:aws:sns:topicArn';
+
 const XRAY_REASON = 'X-Ray trace segments and telemetry take no resource: AWS requires "*" for them.';
 
 /** Where a function's own reasons for a cdk-nag acknowledgement live: next to the grant they explain. */
@@ -91,7 +102,13 @@ function acknowledge(scope: Construct, id: string, reason: string): void {
 export class MigrationOrchestrator extends Construct {
   readonly table: dynamodb.Table;
   readonly bus: events.EventBus;
+  /** Notifications: failed and rolled-back runs, drift, alarms. */
   readonly topic: sns.Topic;
+  /**
+   * The approval gate's requests, apart from the notifications: whoever may read a request holds its task
+   * token, and so may answer it.
+   */
+  readonly approvalTopic: sns.Topic;
   readonly key: kms.IKey;
   readonly upgrade: sfn.StateMachine;
   readonly downgrade: sfn.StateMachine;
@@ -128,7 +145,15 @@ export class MigrationOrchestrator extends Construct {
     });
 
     this.bus = new events.EventBus(this, 'Bus', { eventBusName: `${stack.stackName}-ccm-migrate` });
-    this.topic = new sns.Topic(this, 'Notifications', { masterKey: this.key, enforceSSL: true });
+    // Named, so that the key's policy can spell its ARN without a reference to it (the topic refers to the
+    // key: a reference back would be a cycle).
+    const notificationTopicName = `${Names.uniqueResourceName(this, { maxLength: 200, separator: '-' })}-notifications`;
+    this.topic = new sns.Topic(this, 'Notifications', {
+      topicName: notificationTopicName,
+      masterKey: this.key,
+      enforceSSL: true,
+    });
+    this.approvalTopic = new sns.Topic(this, 'Approvals', { masterKey: this.key, enforceSSL: true });
 
     const secretsArn = stack.formatArn({
       service: 'secretsmanager',
@@ -241,25 +266,30 @@ export class MigrationOrchestrator extends Construct {
     this.upgrade = machine(
       'Upgrade',
       upgradeDefinition(new Construct(this, 'UpgradeStates'), stepTask, {
-        approvalTopic: this.topic,
+        approvalTopic: this.approvalTopic,
         approvalTimeout,
       }),
       // A run that waited its whole approval time still has the whole run's time to migrate.
       UPGRADE_TIMEOUT.plus(approvalTimeout),
     );
-    // The gate's publish to the encrypted topic: SNS encrypts it with the key, for this topic only.
-    this.upgrade.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: ['kms:GenerateDataKey', 'kms:Decrypt'],
-        resources: [this.key.keyArn],
-        conditions: { StringEquals: { 'kms:EncryptionContext:aws:sns:topicArn': this.topic.topicArn } },
-      }),
-    );
     this.downgrade = machine(
       'Downgrade',
-      downgradeDefinition(new Construct(this, 'DowngradeStates'), stepTask),
-      DOWNGRADE_TIMEOUT,
+      downgradeDefinition(new Construct(this, 'DowngradeStates'), stepTask, {
+        approvalTopic: this.approvalTopic,
+        approvalTimeout,
+      }),
+      DOWNGRADE_TIMEOUT.plus(approvalTimeout),
     );
+    // The gates' publish to the encrypted topic: SNS encrypts it with the key, for this topic only.
+    for (const m of [this.upgrade, this.downgrade]) {
+      m.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['kms:GenerateDataKey', 'kms:Decrypt'],
+          resources: [this.key.keyArn],
+          conditions: { StringEquals: { [SNS_TOPIC_CONTEXT]: this.approvalTopic.topicArn } },
+        }),
+      );
+    }
     this.drift = machine(
       'Drift',
       driftDefinition(new Construct(this, 'DriftStates'), stepTask),
@@ -315,6 +345,7 @@ export class MigrationOrchestrator extends Construct {
     const starter = fn('starter', {
       ...machineEnv,
       ...(props.requireApproval ? { [ENV.requireApproval]: 'true' } : {}),
+      ...(props.requireDowngradeApproval ? { [ENV.requireDowngradeApproval]: 'true' } : {}),
     });
     this.upgrade.grantStartExecution(starter);
     this.downgrade.grantStartExecution(starter);
@@ -366,7 +397,7 @@ export class MigrationOrchestrator extends Construct {
       eventBus: this.bus,
       description: 'Failed and rolled-back runs and drift, to the notification topic',
       eventPattern: NOTIFY_PATTERN,
-      targets: [new targets.SnsTopic(this.topic)],
+      targets: [new targets.SnsTopic(this.topic, { role: this.notifyRole() })],
     });
     // The schedule's role may only start the drift machine (the target's own grant); the execution name is
     // Step Functions' own, the run id the schedule's invocation id (lower-case letters and digits).
@@ -388,9 +419,63 @@ export class MigrationOrchestrator extends Construct {
       functions: [...functions.values()],
       topic: this.topic,
     });
-    // EventBridge and CloudWatch alarms publish to the encrypted topic with the key: they need to use it.
-    for (const service of ['events.amazonaws.com', 'cloudwatch.amazonaws.com']) {
-      this.key.grant(new iam.ServicePrincipal(service), 'kms:Decrypt', 'kms:GenerateDataKey*');
-    }
+    this.allowAlarmsToNotify(stack.formatArn({ service: 'sns', resource: notificationTopicName }));
+  }
+
+  /**
+   * The role EventBridge publishes to the notification topic as, which only this account's rules on the bus
+   * can pass (aws:SourceArn): a role, and not the key policy's service principal, because EventBridge's
+   * request to KMS for a topic target carries no aws:SourceArn or aws:SourceAccount to condition it on
+   * (docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services). The target
+   * grants it the publish and the key for the topic.
+   */
+  private notifyRole(): iam.Role {
+    const stack = Stack.of(this);
+    const role = new iam.Role(this, 'NotifyRole', {
+      description: 'ccm-migrate: EventBridge publishes notifications to the topic',
+      assumedBy: new iam.ServicePrincipal('events.amazonaws.com').withConditions({
+        StringEquals: { 'aws:SourceAccount': stack.account },
+        ArnLike: {
+          'aws:SourceArn': stack.formatArn({
+            service: 'events',
+            resource: 'rule',
+            resourceName: `${this.bus.eventBusName}/*`,
+          }),
+        },
+      }),
+    });
+    acknowledge(
+      role,
+      'AwsSolutions-IAM5[Action::kms:GenerateDataKey*]',
+      'SNS encrypts each notification with a data key of the stack key; the grant is on that key only.',
+    );
+    return role;
+  }
+
+  /**
+   * CloudWatch alarms publish to the encrypted notification topic, and SNS uses the key on their behalf:
+   * the key policy lets CloudWatch use it for that topic only (SNS's encryption context names it), on behalf
+   * of this account's alarms only (aws:SourceArn, aws:SourceAccount).
+   */
+  private allowAlarmsToNotify(topicArn: string): void {
+    const stack = Stack.of(this);
+    this.key.addToResourcePolicy(
+      new iam.PolicyStatement({
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        resources: ['*'],
+        conditions: {
+          StringEquals: { [SNS_TOPIC_CONTEXT]: topicArn, 'aws:SourceAccount': stack.account },
+          ArnLike: {
+            'aws:SourceArn': stack.formatArn({
+              service: 'cloudwatch',
+              resource: 'alarm',
+              resourceName: '*',
+              arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+            }),
+          },
+        },
+      }),
+    );
   }
 }

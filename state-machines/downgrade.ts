@@ -5,17 +5,21 @@
  * order of lib/steps/restore.ts, removes what the upgrade applied, and verifies the in-tree controllers.
  * On a replicated control plane its preflight chooses leader migration (as the upgrade's does), and the
  * control plane goes back under the migration lease: upstream's phases in reverse (ADR 0004).
+ * With `options.requireApproval` it waits after preflight, before its first change, for an operator's
+ * answer, as the upgrade does (state-machines/approval-gate.ts).
  *
  * JSONPath only (HOUSE-STYLE 7): the local engine runs this same definition.
  */
 import { Duration, aws_stepfunctions as sfn } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import { APPROVAL_STATES, type ApprovalGateOptions, approvalChoice } from './approval-gate.ts';
 import { failureEnding, IDS, restoreSequence } from './shared.ts';
 import type { StepTaskFactory } from './steps.ts';
 
 export const DOWNGRADE_STATES = {
   preflight: 'Check the cluster',
   nothingToDo: 'Is it already in-tree?',
+  ...APPROVAL_STATES,
   kubelets: 'Kubelets back in-tree',
   restoreKubelet: 'Restore a kubelet',
   stopCcm: 'Stop the CCM',
@@ -37,7 +41,11 @@ export const DOWNGRADE_STATES = {
   failed: 'Downgrade failed',
 } as const;
 
-export function downgradeDefinition(scope: Construct, stepTask: StepTaskFactory): sfn.DefinitionBody {
+export function downgradeDefinition(
+  scope: Construct,
+  stepTask: StepTaskFactory,
+  opts: ApprovalGateOptions = {},
+): sfn.DefinitionBody {
   const S = DOWNGRADE_STATES;
   const catchAll = failureEnding(scope, stepTask, {
     recordName: S.recordFailure,
@@ -95,7 +103,9 @@ export function downgradeDefinition(scope: Construct, stepTask: StepTaskFactory)
   const chain = preflight.next(
     new sfn.Choice(scope, S.nothingToDo, { stateName: S.nothingToDo })
       .when(sfn.Condition.booleanEquals('$.preflight.alreadyInTree', true), verify)
-      .otherwise(restore.start),
+      .otherwise(
+        approvalChoice(scope, { ...opts, migration: 'downgrade', onError: catchAll, next: restore.start }),
+      ),
   );
   return sfn.DefinitionBody.fromChainable(chain);
 }

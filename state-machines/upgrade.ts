@@ -26,23 +26,17 @@
  *
  * JSONPath only (HOUSE-STYLE 7): the local engine runs this same definition.
  */
-import {
-  Duration,
-  aws_stepfunctions as sfn,
-  aws_sns as sns,
-  aws_stepfunctions_tasks as tasks,
-} from 'aws-cdk-lib';
+import { Duration, aws_stepfunctions as sfn } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import { APPROVAL_REQUESTED } from '../lib/aws/approval.ts';
 import { ERROR_NAMES } from '../lib/errors.ts';
+import { APPROVAL_STATES, type ApprovalGateOptions, approvalChoice } from './approval-gate.ts';
 import { type Catchable, failureEnding, forEachNode, IDS, isTrue, restoreSequence } from './shared.ts';
 import type { StepTaskFactory } from './steps.ts';
 
 export const UPGRADE_STATES = {
   preflight: 'Check the cluster',
   nothingToDo: 'Is it already external?',
-  needsApproval: 'Does this run need approval?',
-  approval: 'Wait for approval',
+  ...APPROVAL_STATES,
   stage: 'Stage the CCM',
   controlPlane: 'Move the control plane, one node at a time',
   moveNode: 'Move a control-plane node',
@@ -86,24 +80,11 @@ export const UPGRADE_STATES = {
  */
 const HAND_BACK_PATH = '$.handBack';
 
-/** How long the approval gate waits for an answer by default. */
-export const APPROVAL_TIMEOUT = Duration.hours(24);
-
-/** Where a definition rendered to run locally publishes: nowhere, local runs answer the gate in-process. */
-const LOCAL_APPROVAL_TOPIC_ARN = 'arn:aws:sns:local:000000000000:ccm-migrate-approvals';
-
-export interface UpgradeDefinitionOptions {
-  /** The topic the approval gate publishes its request to; @default a placeholder (local runs). */
-  readonly approvalTopic?: sns.ITopic;
-  /** How long the gate waits for an answer; @default APPROVAL_TIMEOUT */
-  readonly approvalTimeout?: Duration;
-}
-
 /** The upgrade state machine's definition, with each step made into a Task by `stepTask`. */
 export function upgradeDefinition(
   scope: Construct,
   stepTask: StepTaskFactory,
-  opts: UpgradeDefinitionOptions = {},
+  opts: ApprovalGateOptions = {},
 ): sfn.DefinitionBody {
   const S = UPGRADE_STATES;
   const ids = sfn.TaskInput.fromObject(IDS);
@@ -269,15 +250,7 @@ export function upgradeDefinition(
       )
       .otherwise(controlPlane),
   );
-  const approval = catchAll(
-    approvalGate(scope, {
-      topic: opts.approvalTopic ?? sns.Topic.fromTopicArn(scope, 'ApprovalTopic', LOCAL_APPROVAL_TOPIC_ARN),
-      timeout: opts.approvalTimeout ?? APPROVAL_TIMEOUT,
-    }),
-  );
-  const gated = new sfn.Choice(scope, S.needsApproval, { stateName: S.needsApproval })
-    .when(isTrue('$.options.requireApproval'), approval.next(migrate))
-    .otherwise(migrate);
+  const gated = approvalChoice(scope, { ...opts, migration: 'upgrade', onError: catchAll, next: migrate });
   const chain = preflight.next(
     new sfn.Choice(scope, S.nothingToDo, { stateName: S.nothingToDo })
       .when(sfn.Condition.booleanEquals('$.preflight.alreadyExternal', true), verify)
@@ -285,34 +258,6 @@ export function upgradeDefinition(
   );
   verify.next(finalize).next(new sfn.Succeed(scope, S.succeeded, { stateName: S.succeeded }));
   return sfn.DefinitionBody.fromChainable(chain);
-}
-
-/**
- * Publish the approval request (lib/aws/approval.ts) and wait for SendTaskSuccess or SendTaskFailure on its
- * token. No heartbeat: nobody works on an approval, the one bound is the timeout (its expiry is States.Timeout).
- */
-function approvalGate(scope: Construct, opts: { topic: sns.ITopic; timeout: Duration }): tasks.SnsPublish {
-  const S = UPGRADE_STATES;
-  const command = 'ccm-migrate approve --aws --cluster-id {} --run-id {}';
-  return new tasks.SnsPublish(scope, S.approval, {
-    stateName: S.approval,
-    topic: opts.topic,
-    integrationPattern: sfn.IntegrationPattern.WAIT_FOR_TASK_TOKEN,
-    subject: 'ccm-migrate: an upgrade waits for approval',
-    messageAttributes: { kind: { value: APPROVAL_REQUESTED } },
-    message: sfn.TaskInput.fromObject({
-      kind: APPROVAL_REQUESTED,
-      ...IDS,
-      'provider.$': '$.preflight.provider',
-      'kubernetesVersion.$': '$.preflight.kubernetesVersion',
-      'nodes.$': 'States.ArrayLength($.preflight.kubeletOrder)',
-      taskToken: sfn.JsonPath.taskToken,
-      'approve.$': `States.Format('${command}', $.clusterId, $.runId)`,
-      'reject.$': `States.Format('${command} --reject --reason <why>', $.clusterId, $.runId)`,
-    }),
-    resultPath: sfn.JsonPath.DISCARD,
-    taskTimeout: sfn.Timeout.duration(opts.timeout),
-  });
 }
 
 /** The whole run's limit: preflight to finalize for a few hundred nodes in small batches. */

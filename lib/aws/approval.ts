@@ -1,8 +1,9 @@
 /**
- * The upgrade's approval gate (state-machines/upgrade.ts): the request it publishes to the notification
- * topic, and the two answers. The request holds the task token Step Functions waits on, since that token is
- * the only handle SendTaskSuccess/SendTaskFailure take; it holds no credential and no cluster data beyond
- * ids and counts. Local mode gets the same request and answers it in-process (lib/local/approval.ts).
+ * The migrations' approval gate (state-machines/approval-gate.ts): the request it publishes to the approval
+ * topic (a topic of its own: the request's token answers it), and the two answers. The request holds the
+ * task token Step Functions waits on, since that token is the only handle SendTaskSuccess/SendTaskFailure
+ * take; it holds no credential and no cluster data beyond ids and counts. Local mode gets the same request
+ * and answers it in-process (lib/local/approval.ts).
  */
 import * as z from 'zod';
 import { ResourceName } from '../steps/schemas.ts';
@@ -12,6 +13,11 @@ export const APPROVAL_REQUESTED = 'ApprovalRequested';
 
 const ApprovalRequestSchema = z.object({
   kind: z.literal(APPROVAL_REQUESTED),
+  /**
+   * Which run waits: an upgrade, or a downgrade back in-tree (a request published before downgrades had a
+   * gate is an upgrade's).
+   */
+  migration: z.enum(['upgrade', 'downgrade']).default('upgrade'),
   clusterId: ResourceName,
   runId: ResourceName,
   /** From preflight: what the operator is asked to let change. */

@@ -15,6 +15,8 @@ export const ENV = {
   agentImage: 'AGENT_IMAGE',
   /** `true`: every upgrade the starter starts waits for approval (the construct's `requireApproval`). */
   requireApproval: 'REQUIRE_APPROVAL',
+  /** `true`: every downgrade the starter starts waits for approval (`requireDowngradeApproval`). */
+  requireDowngradeApproval: 'REQUIRE_DOWNGRADE_APPROVAL',
 } as const;
 
 /** Where a cluster's kubeconfig lives in Secrets Manager: `<prefix><clusterId>`. */

@@ -14,6 +14,8 @@ export const STACK_OUTPUTS = {
   table: 'TableName',
   key: 'KmsKeyArn',
   topic: 'NotificationTopicArn',
+  /** Subscribe whoever answers approvals (and no one else: a request carries its task token). */
+  approvalTopic: 'ApprovalTopicArn',
 } as const;
 
 export interface StackTarget {

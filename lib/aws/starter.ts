@@ -2,7 +2,8 @@
  * MigrationRequested → StartExecution. EventBridge delivers at least once and callers repeat themselves, so
  * the run id and the execution name are functions of (cluster, request): the same request again finds its
  * execution (ExecutionAlreadyExists) and starts nothing new. The execution's input holds ids and options only.
- * A stack that requires approval makes every upgrade it starts wait for one, whatever the request says.
+ * A stack that requires approval of upgrades (or of downgrades) makes every such run it starts wait for one,
+ * whatever the request says.
  */
 import { createHash } from 'node:crypto';
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
@@ -60,12 +61,13 @@ export async function startRequestedRun(event: unknown, deps: StarterDeps = {}):
   return outcome;
 }
 
-/** The request with `requireApproval` set when the stack requires approval of upgrades. */
+/** The request with `requireApproval` set when the stack requires approval of its kind of run. */
 function withStackApproval(
   detail: MigrationRequestedDetail,
   env: NodeJS.ProcessEnv,
 ): MigrationRequestedDetail {
-  if (detail.kind !== 'upgrade' || env[ENV.requireApproval] !== 'true') return detail;
+  const variable = detail.kind === 'upgrade' ? ENV.requireApproval : ENV.requireDowngradeApproval;
+  if (env[variable] !== 'true') return detail;
   return { ...detail, options: { ...detail.options, requireApproval: true } };
 }
 

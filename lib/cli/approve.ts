@@ -1,6 +1,6 @@
 /**
- * `ccm-migrate approve --aws`: answer the approval gate of a cluster's upgrade on the deployed stack. The
- * task token Step Functions waits on is read from the execution's history (the gate's TaskScheduled event
+ * `ccm-migrate approve --aws`: answer the approval gate of a cluster's upgrade (or downgrade) on the deployed
+ * stack. The task token Step Functions waits on is read from the execution's history (the gate's TaskScheduled event
  * holds the request it published, lib/aws/approval.ts), so the operator names the cluster (and the run)
  * instead of copying a token. The token is passed on to SendTaskSuccess/SendTaskFailure and printed nowhere.
  */
@@ -14,13 +14,16 @@ import { APPROVED, type ApprovalRequest, ApprovalTaskParametersSchema } from '..
 import type { StackTarget } from '../aws/stack-outputs.ts';
 import { executionArnOf, executionNameFor } from '../aws/starter.ts';
 import { ERROR_NAMES } from '../errors.ts';
+import type { MigrationKind } from '../local/migration.ts';
 import { parseInput } from '../store/run-record.ts';
 import { executionsOf, historyNewestFirst, machineOf } from './aws.ts';
 import { CliError, EXIT } from './exit-codes.ts';
 
 export interface AwsApproveCommand {
   readonly clusterId: string;
-  /** @default the cluster's running upgrade */
+  /** Whose gate: an upgrade's or a downgrade's; @default upgrade */
+  readonly kind?: MigrationKind;
+  /** @default the cluster's running run of that kind */
   readonly runId?: string;
   readonly sfn: SFNClient;
   readonly target: StackTarget;
@@ -78,9 +81,10 @@ async function gateState(sfn: SFNClient, executionArn: string): Promise<GateStat
   };
 }
 
-/** The execution to answer: the one of --run-id, or the cluster's only running upgrade. */
+/** The execution to answer: the one of --run-id, or the cluster's only running run of its kind. */
 async function executionToAnswer(
   cmd: AwsApproveCommand,
+  kind: MigrationKind,
   stateMachineArn: string,
 ): Promise<{ runId: string; executionArn: string }> {
   if (cmd.runId) {
@@ -89,13 +93,13 @@ async function executionToAnswer(
       executionArn: executionArnOf(stateMachineArn, executionNameFor(cmd.clusterId, cmd.runId)),
     };
   }
-  const running = await executionsOf(cmd.sfn, stateMachineArn, 'upgrade', cmd.clusterId, 'RUNNING');
+  const running = await executionsOf(cmd.sfn, stateMachineArn, kind, cmd.clusterId, 'RUNNING');
   const [only] = running;
   if (!only)
-    throw new CliError(`no upgrade of cluster ${cmd.clusterId} is running: nothing to answer`, EXIT.badInput);
+    throw new CliError(`no ${kind} of cluster ${cmd.clusterId} is running: nothing to answer`, EXIT.badInput);
   if (running.length > 1) {
     throw new CliError(
-      `cluster ${cmd.clusterId} has ${running.length} running upgrades (${running.map((e) => e.runId).join(', ')}): pass --run-id`,
+      `cluster ${cmd.clusterId} has ${running.length} running ${kind}s (${running.map((e) => e.runId).join(', ')}): pass --run-id`,
       EXIT.badInput,
     );
   }
@@ -107,11 +111,12 @@ const STALE_TOKEN = new Set(['TaskTimedOut', 'TaskDoesNotExist', 'InvalidToken']
 
 export async function awsApproveCommand(cmd: AwsApproveCommand): Promise<ApprovalAnswer> {
   const out = cmd.out ?? process.stdout;
-  const { runId, executionArn } = await executionToAnswer(cmd, machineOf(cmd.target, 'upgrade'));
+  const kind = cmd.kind ?? 'upgrade';
+  const { runId, executionArn } = await executionToAnswer(cmd, kind, machineOf(cmd.target, kind));
   const gate = await gateState(cmd.sfn, executionArn);
   if (!gate.waiting) {
     throw new CliError(
-      `upgrade run ${runId} of cluster ${cmd.clusterId} waits for no approval: ${gate.why}`,
+      `${kind} run ${runId} of cluster ${cmd.clusterId} waits for no approval: ${gate.why}`,
       EXIT.badInput,
     );
   }
@@ -132,16 +137,16 @@ export async function awsApproveCommand(cmd: AwsApproveCommand): Promise<Approva
     const name = (err as { name?: string }).name ?? '';
     if (!STALE_TOKEN.has(name)) throw err;
     throw new CliError(
-      `upgrade run ${runId} of cluster ${cmd.clusterId} no longer waits for approval (${name}): nothing was answered`,
+      `${kind} run ${runId} of cluster ${cmd.clusterId} no longer waits for approval (${name}): nothing was answered`,
       EXIT.badInput,
     );
   }
   const answer = cmd.reject ? 'rejected' : 'approved';
   out.write(
-    `${answer} upgrade run ${runId} of cluster ${cmd.clusterId} (${provider}, Kubernetes ${kubernetesVersion}, ${nodes} nodes)\n` +
+    `${answer} ${kind} run ${runId} of cluster ${cmd.clusterId} (${provider}, Kubernetes ${kubernetesVersion}, ${nodes} nodes)\n` +
       (cmd.reject
         ? '  it ends failed before any change to the cluster\n'
-        : `  it goes on: follow it with ccm-migrate upgrade --aws --cluster-id ${cmd.clusterId} (or status --aws)\n`),
+        : `  it goes on: follow it with ccm-migrate ${kind} --aws --cluster-id ${cmd.clusterId} (or status --aws)\n`),
   );
   return { answer, runId, executionArn };
 }

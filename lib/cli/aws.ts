@@ -158,7 +158,7 @@ export async function awsMigrationCommand(cmd: AwsMigrationCommand): Promise<Aws
     );
     if (cmd.options.requireApproval) {
       out.write(
-        `  after preflight it waits for: ccm-migrate approve --aws --cluster-id ${cmd.clusterId} --run-id ${start.runId} [--reject --reason …]\n`,
+        `  after preflight it waits for: ccm-migrate approve --aws${cmd.kind === 'downgrade' ? ' --downgrade' : ''} --cluster-id ${cmd.clusterId} --run-id ${start.runId} [--reject --reason …]\n`,
       );
     }
   }

@@ -228,7 +228,7 @@ export function buildProgram(): Command {
       )
       .option(
         '--require-approval',
-        'upgrade: after preflight, wait for an approval before changing anything (with --aws: ccm-migrate approve; locally: asked here, or given by --yes)',
+        'after preflight, wait for an approval before changing anything (with --aws: ccm-migrate approve; locally: asked here, or given by --yes)',
         false,
       )
       .option('--request-id <id>', 'with --aws: the same id again follows the same execution', requestId)
@@ -250,12 +250,6 @@ export function buildProgram(): Command {
           if (o.adopt && kind !== 'upgrade') {
             throw new CliError(
               '--adopt applies to upgrades: a downgrade deletes only what is ccm-migrate’s',
-              EXIT.badInput,
-            );
-          }
-          if (o.requireApproval && kind !== 'upgrade') {
-            throw new CliError(
-              '--require-approval applies to upgrades: a downgrade has no approval gate',
               EXIT.badInput,
             );
           }
@@ -382,24 +376,43 @@ export function buildProgram(): Command {
     program
       .command('approve')
       .description(
-        'Answer the approval gate of a cluster’s upgrade on the deployed stack (started with --require-approval, or by a stack that requires approval): the run goes on, or with --reject ends before any change.',
+        'Answer the approval gate of a cluster’s upgrade (or with --downgrade, downgrade) on the deployed stack (started with --require-approval, or by a stack that requires approval): the run goes on, or with --reject ends before any change.',
       )
+      .option('--downgrade', 'answer a downgrade’s gate, not an upgrade’s', false)
       .requiredOption('--cluster-id <id>', 'the cluster’s id', clusterId)
-      .option('--run-id <id>', 'the run to answer (default: the cluster’s running upgrade)', clusterId)
+      .option(
+        '--run-id <id>',
+        'the run to answer (default: the cluster’s running upgrade or downgrade)',
+        clusterId,
+      )
       .option('--reject', 'reject: the run ends failed, the cluster unchanged', false)
       .option('--reason <text>', 'with --reject: why (the run’s cause, in its history and events)'),
     'upgrade',
-  ).action(async (o: AwsFlags & { clusterId: string; runId?: string; reject: boolean; reason?: string }) => {
-    if (!o.aws) throw new CliError('approve answers a run on the deployed stack: pass --aws', EXIT.badInput);
-    if (o.reason !== undefined && !o.reject) throw new CliError('--reason goes with --reject', EXIT.badInput);
-    await awsApproveCommand({
-      clusterId: o.clusterId,
-      sfn: new SFNClient({}),
-      target: await stackTarget(o, 'upgrade'),
-      ...(o.runId ? { runId: o.runId } : {}),
-      ...(o.reject ? { reject: { reason: o.reason ?? 'rejected with ccm-migrate approve --reject' } } : {}),
-    });
-  });
+  ).action(
+    async (
+      o: AwsFlags & {
+        clusterId: string;
+        runId?: string;
+        reject: boolean;
+        reason?: string;
+        downgrade: boolean;
+      },
+    ) => {
+      if (!o.aws)
+        throw new CliError('approve answers a run on the deployed stack: pass --aws', EXIT.badInput);
+      if (o.reason !== undefined && !o.reject)
+        throw new CliError('--reason goes with --reject', EXIT.badInput);
+      const kind = o.downgrade ? 'downgrade' : 'upgrade';
+      await awsApproveCommand({
+        clusterId: o.clusterId,
+        kind,
+        sfn: new SFNClient({}),
+        target: await stackTarget(o, kind),
+        ...(o.runId ? { runId: o.runId } : {}),
+        ...(o.reject ? { reject: { reason: o.reason ?? 'rejected with ccm-migrate approve --reject' } } : {}),
+      });
+    },
+  );
 
   program
     .command('providers')

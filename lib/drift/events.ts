@@ -1,6 +1,8 @@
 /**
  * The events a drifted cluster gives rise to: one DriftDetected, and, where the cluster's policy says
- * autoRemediate, a MigrationRequested back to its desired mode. The request is published, never run inline:
+ * autoRemediate and a finding is critical, a MigrationRequested back to its desired mode. A warning or info
+ * finding is reported only: a whole migration run (nodes drained, the control plane restarted) is no
+ * remedy for a skewed image or a leftover Job. The request is published, never run inline:
  * the starter takes it like any other (one run per cluster, its lock, its execution name), and its requestId
  * is derived from the drift run and the cluster, so a retried publish starts nothing twice. Pure.
  */
@@ -42,7 +44,7 @@ export function driftEvents(summary: DriftSummary, cluster: FleetCluster, runId:
       'DriftDetected event',
     ),
   ];
-  if (cluster.policy.autoRemediate) {
+  if (cluster.policy.autoRemediate && summary.counts.critical > 0) {
     events.push(
       parseInput(
         MigrationRequested,

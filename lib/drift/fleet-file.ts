@@ -8,7 +8,7 @@
  *       desiredMode: external
  *       kubeconfig: kubeconfigs/prod-eu-1.yaml
  *       context: admin@prod-eu-1   # optional: the kubeconfig's current context otherwise
- *       autoRemediate: true        # optional: request a run back to desiredMode when drifted
+ *       autoRemediate: true        # optional: request a run back to desiredMode on a critical finding
  *       maxUnavailable: 2          # optional (1): for that run
  *
  * The file holds paths only; kubeconfigs are read when a cluster is checked, and never printed.

@@ -1,9 +1,9 @@
 /**
- * The upgrade's approval gate in local mode. The gate's Task gets the request Step Functions would publish
+ * The migrations' approval gate in local mode. The gate's Task gets the request Step Functions would publish
  * (lib/aws/approval.ts) and hands it to an `Approver` in-process instead of waiting for a token: resolving
  * lets the run go on, throwing (ApprovalRejectedError) ends it as the gate's Catch ends a rejection on AWS.
  */
-import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
+import { APPROVAL_STATES } from '../../state-machines/approval-gate.ts';
 import { APPROVED, type ApprovalRequest, ApprovalTaskParametersSchema } from '../aws/approval.ts';
 import { InvalidInputError } from '../errors.ts';
 import { parseInput } from '../store/run-record.ts';
@@ -15,7 +15,7 @@ export type Approver = (request: ApprovalRequest) => Promise<void>;
 /** The gate's local handler, by state name; without an approver a run that requires approval cannot go on. */
 export function approvalGateHandlers(approve: Approver | undefined): Record<string, StepHandler> {
   return {
-    [UPGRADE_STATES.approval]: async (parameters) => {
+    [APPROVAL_STATES.approval]: async (parameters) => {
       const { Message: request } = parseInput(ApprovalTaskParametersSchema, parameters, 'approval request');
       if (!approve) {
         throw new InvalidInputError(

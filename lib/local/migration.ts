@@ -24,7 +24,7 @@ export interface MigrationRunOptions extends LocalContextOptions {
   readonly clusterId: string;
   readonly maxUnavailable?: number;
   readonly options?: UpgradeInput['options'];
-  /** Answers the upgrade's approval gate (`options.requireApproval`); without it such a run ends unchanged. */
+  /** Answers the approval gate (`options.requireApproval`); without it such a run ends unchanged. */
   readonly approve?: Approver;
   readonly onEvent?: (event: EventLog) => void;
   /** Retry pauses per state name in ms (tests); the definition's own intervals otherwise. */
@@ -101,7 +101,7 @@ async function runMigrationLocally(
       ...localContext({ ...opts, stepBudgetMs: opts.stepBudgetMs ?? STEP_BUDGET_MS }),
       store: opts.store,
     })),
-    ...(kind === 'upgrade' ? { taskHandlers: approvalGateHandlers(opts.approve) } : {}),
+    taskHandlers: approvalGateHandlers(opts.approve),
     input,
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
     ...(opts.retryIntervalOverrides ? { retryIntervalOverrides: opts.retryIntervalOverrides } : {}),

@@ -134,6 +134,8 @@ export async function downgradePreflight(
   }
   return {
     alreadyInTree,
+    provider: exam.provider,
+    kubernetesVersion: exam.kubernetesVersion,
     sourceRunId: source.runId,
     controlPlaneNodes: exam.controlPlaneNodes,
     kubeletOrder: [...exam.controlPlaneNodes, ...exam.workerNodes],

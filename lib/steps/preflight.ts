@@ -7,7 +7,12 @@ import pLimit from 'p-limit';
 import type { AgentResult, FileReport } from '../agent/protocol.ts';
 import { externalNodeName, KUBELET_FLAG_SOURCES } from '../controlplane/kubelet-sources.ts';
 import { translatedCloudConfigPath } from '../controlplane/openstack-cloud-config.ts';
-import { AgentFailedError, DeadlineReachedError, PreflightFailedError } from '../errors.ts';
+import {
+  AgentFailedError,
+  DeadlineReachedError,
+  KubeApiRejectedError,
+  PreflightFailedError,
+} from '../errors.ts';
 import { call } from '../kube/errors.ts';
 import { readSecretMetadata } from '../kube/metadata.ts';
 import { foreignObjects, MANAGED_BY } from '../kube/ownership.ts';
@@ -328,7 +333,14 @@ async function planCloudConfigTranslation(
   }
   // The CCM would not start without it, and the run would roll back after changing the cluster: refuse now.
   // Asked for its metadata only: the orchestrator never receives the credentials.
-  if ((await readSecretMetadata(ctx.clients, { namespace, name })) === undefined) {
+  const metadata = await readSecretMetadata(ctx.clients, { namespace, name }).catch((err: unknown) => {
+    // The shipped RBAC names the one Secret it may read, and a cluster's may be named otherwise.
+    if (!(err instanceof KubeApiRejectedError && err.status === 403)) throw err;
+    throw new PreflightFailedError(
+      `${displayName} credentials Secret ${ref} named by [Global] secret-name in ${source} may not be read by this identity: put ${name} in the Secret rule's resourceNames in assets/rbac/ccm-migrate.yaml and apply it`,
+    );
+  });
+  if (metadata === undefined) {
     throw new PreflightFailedError(
       `${displayName} credentials Secret ${ref} named by [Global] secret-name in ${source} on ${listOf(named.map((n) => n.node))} does not exist: create it (or drop secret-name) and run again`,
     );

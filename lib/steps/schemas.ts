@@ -132,6 +132,9 @@ export type RestoreNodeEvent = z.infer<typeof RestoreNodeEventSchema>;
 
 export const DowngradePreflightResultSchema = z.object({
   alreadyInTree: z.boolean(),
+  /** What the approval gate's request names (state-machines/approval-gate.ts). */
+  provider: z.string(),
+  kubernetesVersion: z.string(),
   /** The upgrade run whose snapshot and backups the downgrade restores. */
   sourceRunId: ResourceName,
   controlPlaneNodes: z.array(z.string()),

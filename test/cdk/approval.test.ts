@@ -1,5 +1,5 @@
 /**
- * The approval gate in the synthesized stack: the KMS-encrypted topic it publishes to, the gate state in
+ * The approval gate in the synthesized stack: the KMS-encrypted topic of its own it publishes to, the gate state in
  * the upgrade definition (where it stands, what it publishes, its timeout and where its failures go), the
  * one role allowed to publish, the construct's props, and cdk-nag with those props.
  */
@@ -7,8 +7,10 @@ import { createRequire } from 'node:module';
 import { App, Duration, Stack, Validations } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import type { Construct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MigrationOrchestrator } from '../../cdk/orchestrator.ts';
+import { DOWNGRADE_STATES } from '../../state-machines/downgrade.ts';
 import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
 import { testStack } from './stack.ts';
 
@@ -40,6 +42,7 @@ beforeAll(() => {
   const other = new Stack(app, 'Approving', { env: { account: '111111111111', region: 'eu-west-1' } });
   const gated = new MigrationOrchestrator(other, 'CcmMigrate', {
     requireApproval: true,
+    requireDowngradeApproval: true,
     approvalTimeout: Duration.hours(2),
   });
   // The plugins run at synth and fail it with a report of every unacknowledged finding.
@@ -75,10 +78,12 @@ function deployedText(part: unknown): string {
   throw new Error(`unexpected ${JSON.stringify(part)}`);
 }
 
-function upgradeMachine(b: Built): { TimeoutSeconds: number; States: Record<string, State> } {
-  const machine = b.resources[logicalId(b, b.orchestrator.upgrade)];
+function definitionOf(b: Built, m: Construct): { TimeoutSeconds: number; States: Record<string, State> } {
+  const machine = b.resources[logicalId(b, m)];
   return JSON.parse(deployedText(machine?.Properties.DefinitionString)) as never;
 }
+const upgradeMachine = (b: Built) => definitionOf(b, b.orchestrator.upgrade);
+const downgradeMachine = (b: Built) => definitionOf(b, b.orchestrator.downgrade);
 
 function statements(
   b: Built,
@@ -94,16 +99,29 @@ function statements(
 const actions = (s: { Action: string | string[] }) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
 
 describe('the topic', () => {
-  it('is encrypted with the stack key and refuses requests without TLS', () => {
-    const topics = Object.entries(plain.resources).filter(([, r]) => r.Type === 'AWS::SNS::Topic');
-    expect(topics).toHaveLength(1);
-    expect(topics[0]?.[1].Properties.KmsMasterKeyId).toEqual({
+  it('is one of its own, encrypted with the stack key, refusing requests without TLS', () => {
+    const approvals = logicalId(plain, plain.orchestrator.approvalTopic);
+    expect(approvals).not.toBe(logicalId(plain, plain.orchestrator.topic));
+    expect(plain.resources[approvals]?.Properties.KmsMasterKeyId).toEqual({
       'Fn::GetAtt': [logicalId(plain, plain.orchestrator.key as never), 'Arn'],
     });
-    const policy = Object.values(plain.resources).find((r) => r.Type === 'AWS::SNS::TopicPolicy');
+    const policy = Object.values(plain.resources).find(
+      (r) =>
+        r.Type === 'AWS::SNS::TopicPolicy' &&
+        JSON.stringify(r.Properties.Topics) === JSON.stringify([{ Ref: approvals }]),
+    );
     expect(JSON.stringify(policy?.Properties.PolicyDocument)).toMatch(
       /"Effect":"Deny".*"aws:SecureTransport":"false"|"aws:SecureTransport":"false".*"Effect":"Deny"/,
     );
+  });
+
+  it('gets nothing but approval requests: no rule or alarm notifies it', () => {
+    const approvals = { Ref: logicalId(plain, plain.orchestrator.approvalTopic) };
+    const targeting = Object.entries(plain.resources)
+      .filter(([, r]) => r.Type === 'AWS::Events::Rule' || r.Type === 'AWS::CloudWatch::Alarm')
+      .filter(([, r]) => JSON.stringify(r.Properties).includes(JSON.stringify(approvals)))
+      .map(([id]) => id);
+    expect(targeting).toEqual([]);
   });
 });
 
@@ -134,7 +152,7 @@ describe('the gate in the upgrade definition', () => {
     };
     expect(gate.Resource).toBe('arn:aws:states:::sns:publish.waitForTaskToken');
     expect(gate.Parameters.TopicArn).toBe(
-      `arn:aws:sns:eu-west-1:111111111111:${logicalId(plain, plain.orchestrator.topic)}`,
+      `arn:aws:sns:eu-west-1:111111111111:${logicalId(plain, plain.orchestrator.approvalTopic)}`,
     );
     expect(Object.keys(gate.Parameters.Message).sort()).toEqual(
       [
@@ -142,6 +160,7 @@ describe('the gate in the upgrade definition', () => {
         'clusterId.$',
         'kind',
         'kubernetesVersion.$',
+        'migration',
         'nodes.$',
         'provider.$',
         'reject.$',
@@ -171,12 +190,68 @@ describe('the gate in the upgrade definition', () => {
   });
 });
 
+describe('the gate in the downgrade definition', () => {
+  it('stands after preflight found work to do and before the first restore, off unless the input asks', () => {
+    const { States, TimeoutSeconds } = downgradeMachine(plain);
+    const D = DOWNGRADE_STATES;
+    expect(States[D.nothingToDo]?.Default).toBe(D.needsApproval);
+    expect(States[D.needsApproval]?.Choices).toEqual([
+      {
+        And: [
+          { Variable: '$.options.requireApproval', IsPresent: true },
+          { Variable: '$.options.requireApproval', BooleanEquals: true },
+        ],
+        Next: D.approval,
+      },
+    ]);
+    expect(States[D.needsApproval]?.Default).toBe(States[D.approval]?.Next);
+    expect(States[D.approval]).toMatchObject({
+      Resource: 'arn:aws:states:::sns:publish.waitForTaskToken',
+      TimeoutSeconds: 24 * 3600,
+      Parameters: {
+        TopicArn: `arn:aws:sns:eu-west-1:111111111111:${logicalId(plain, plain.orchestrator.approvalTopic)}`,
+      },
+    });
+    expect(TimeoutSeconds).toBe(36 * 3600);
+    expect(aslValidator(downgradeMachine(plain)).errors).toEqual([]);
+  });
+
+  it('lets the downgrade machine publish to the approval topic and use the key only for it', () => {
+    const topic = { Ref: logicalId(plain, plain.orchestrator.approvalTopic) };
+    const role = logicalId(plain, plain.orchestrator.downgrade.role as never);
+    const mine = statements(plain).filter((s) => s.role === role);
+    expect(mine).toContainEqual({ role, Action: 'sns:Publish', Effect: 'Allow', Resource: topic });
+    expect(mine.filter((s) => actions(s).some((a) => a.startsWith('kms:')))).toEqual([
+      expect.objectContaining({
+        Condition: { StringEquals: { 'kms:EncryptionContext:aws:sns:topicArn': topic } },
+      }),
+    ]);
+  });
+
+  it('is required of every event-triggered downgrade by requireDowngradeApproval', () => {
+    const fn =
+      approving.resources[logicalId(approving, approving.orchestrator.functions.get('starter') as never)];
+    expect(fn?.Properties.Environment).toMatchObject({ Variables: { REQUIRE_DOWNGRADE_APPROVAL: 'true' } });
+    const plainFn = plain.resources[logicalId(plain, plain.orchestrator.functions.get('starter') as never)];
+    expect(JSON.stringify(plainFn?.Properties.Environment)).not.toContain('REQUIRE_DOWNGRADE_APPROVAL');
+  });
+});
+
 describe('permissions', () => {
-  it('lets only the upgrade machine publish, to the topic only, and use the key only for that topic', () => {
-    const topic = { Ref: logicalId(plain, plain.orchestrator.topic) };
+  it("lets only the migration machines publish to the approval topic, the upgrade's using the key only for it", () => {
+    const topic = { Ref: logicalId(plain, plain.orchestrator.approvalTopic) };
     const upgradeRole = logicalId(plain, plain.orchestrator.upgrade.role as never);
+    const downgradeRole = logicalId(plain, plain.orchestrator.downgrade.role as never);
     const publish = statements(plain).filter((s) => actions(s).some((a) => a.startsWith('sns:')));
-    expect(publish).toEqual([{ role: upgradeRole, Action: 'sns:Publish', Effect: 'Allow', Resource: topic }]);
+    expect(publish.filter((s) => JSON.stringify(s.Resource) === JSON.stringify(topic))).toEqual([
+      { role: upgradeRole, Action: 'sns:Publish', Effect: 'Allow', Resource: topic },
+      { role: downgradeRole, Action: 'sns:Publish', Effect: 'Allow', Resource: topic },
+    ]);
+    // The other publisher, EventBridge's role, to the notification topic only.
+    const notifications = { Ref: logicalId(plain, plain.orchestrator.topic) };
+    expect(
+      publish.filter((s) => s.role !== upgradeRole && s.role !== downgradeRole).map((s) => s.Resource),
+    ).toEqual([notifications]);
     const key = statements(plain).filter(
       (s) => s.role === upgradeRole && actions(s).some((a) => a.startsWith('kms:')),
     );

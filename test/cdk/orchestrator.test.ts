@@ -212,9 +212,9 @@ describe('data and state machines', () => {
 
   it('has definitions that asl-validator accepts, 12 h for a migration (+ the approval wait) and 1 h for a drift run', () => {
     for (const [machine, hours] of [
-      // The upgrade may wait up to the approval timeout (24 h) before its 12 h of work.
+      // A migration may wait up to the approval timeout (24 h) before its 12 h of work.
       [built.orchestrator.upgrade, 36],
-      [built.orchestrator.downgrade, 12],
+      [built.orchestrator.downgrade, 36],
       [built.orchestrator.drift, 1],
     ] as const) {
       const cfn = machine.node.defaultChild as sfn.CfnStateMachine;

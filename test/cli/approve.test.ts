@@ -16,6 +16,7 @@ import {
 } from '@aws-sdk/client-sfn';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
+import type { StackTarget } from '../../lib/aws/stack-outputs.ts';
 import { executionNameFor, runIdFor } from '../../lib/aws/starter.ts';
 import { awsApproveCommand } from '../../lib/cli/approve.ts';
 import { awsMigrationCommand } from '../../lib/cli/aws.ts';
@@ -24,6 +25,7 @@ import { main } from '../../lib/cli/main.ts';
 import { textSink } from './text-sink.ts';
 
 const UPGRADE = 'arn:aws:states:eu-west-1:111111111111:stateMachine:Upgrade';
+const DOWNGRADE = 'arn:aws:states:eu-west-1:111111111111:stateMachine:Downgrade';
 const RUN = runIdFor({ clusterId: 'c1', kind: 'upgrade', requestId: 'req-1' });
 const EXECUTION = `${UPGRADE.replace(':stateMachine:', ':execution:')}:${executionNameFor('c1', RUN)}`;
 const TOKEN = 'AQCEAAAAKgAAAAMAAAAAAAAAAfake-token';
@@ -239,19 +241,38 @@ it('refuses bad flags before any AWS call', async () => {
   expect(await main(['approve', '--aws', '--cluster-id', 'c1', '--run-id', 'Not_A_Run', ...target])).toBe(
     EXIT.badInput,
   );
-  expect(
-    await main(['downgrade', '--aws', '--cluster-id', 'c1', ...target, '--require-approval', '--yes']),
-  ).toBe(EXIT.badInput);
   expect(sfn.calls()).toHaveLength(0);
 });
 
-it('starts an upgrade that requires approval and says how to answer it', async () => {
+/** A stack on which a run starts and ends at once. */
+function serveQuickRun(): void {
   sfn.on(ListExecutionsCommand).resolves({ executions: [] });
   sfn.on(StartExecutionCommand).resolves({ executionArn: EXECUTION, startDate: new Date() });
   sfn
     .on(DescribeExecutionCommand)
     .resolves({ status: 'SUCCEEDED', startDate: new Date(), stopDate: new Date() });
   serveHistory([]);
+}
+
+/** What the CLI prints for a run of `kind` that requires approval, started on `target`. */
+async function startedRequiringApproval(kind: 'upgrade' | 'downgrade', target: StackTarget): Promise<string> {
+  const out = textSink();
+  await awsMigrationCommand({
+    kind,
+    clusterId: 'c1',
+    sfn: new SFNClient({}),
+    target,
+    maxUnavailable: 1,
+    options: { requireApproval: true },
+    requestId: 'req-1',
+    yes: true,
+    out,
+  });
+  return out.text();
+}
+
+it('starts an upgrade that requires approval and says how to answer it', async () => {
+  serveQuickRun();
 
   const code = await main(
     `upgrade --aws --cluster-id c1 --state-machine-arn ${UPGRADE} --request-id req-1 --require-approval --yes`.split(
@@ -271,19 +292,43 @@ it('starts an upgrade that requires approval and says how to answer it', async (
     }),
   });
 
-  const out = textSink();
-  await awsMigrationCommand({
-    kind: 'upgrade',
-    clusterId: 'c1',
-    sfn: new SFNClient({}),
-    target: { upgrade: UPGRADE },
-    maxUnavailable: 1,
-    options: { requireApproval: true },
-    requestId: 'req-1',
-    yes: true,
-    out,
-  });
-  expect(out.text()).toContain(
+  expect(await startedRequiringApproval('upgrade', { upgrade: UPGRADE })).toContain(
     `after preflight it waits for: ccm-migrate approve --aws --cluster-id c1 --run-id ${RUN}`,
   );
+});
+
+it('starts a downgrade that requires approval and says how to answer it (--downgrade)', async () => {
+  serveQuickRun();
+  const printed = await startedRequiringApproval('downgrade', { downgrade: DOWNGRADE });
+
+  const started = sfn.commandCalls(StartExecutionCommand)[0]?.args[0].input;
+  expect(started?.stateMachineArn).toBe(DOWNGRADE);
+  expect(JSON.parse(started?.input ?? '{}')).toMatchObject({ options: { requireApproval: true } });
+  expect(printed).toContain(
+    'after preflight it waits for: ccm-migrate approve --aws --downgrade --cluster-id c1',
+  );
+});
+
+it("answers a downgrade's gate with --downgrade, on the downgrade machine's execution", async () => {
+  const runId = runIdFor({ clusterId: 'c1', kind: 'downgrade', requestId: 'req-1' });
+  serveHistory(gateHistory({ ...request, migration: 'downgrade', runId }));
+  sfn.on(SendTaskSuccessCommand).resolves({});
+
+  const code = await main([
+    'approve',
+    '--aws',
+    '--downgrade',
+    '--cluster-id',
+    'c1',
+    '--run-id',
+    runId,
+    '--state-machine-arn',
+    DOWNGRADE,
+  ]);
+
+  expect(code).toBe(EXIT.ok);
+  expect(sfn.commandCalls(GetExecutionHistoryCommand)[0]?.args[0].input.executionArn).toBe(
+    `${DOWNGRADE.replace(':stateMachine:', ':execution:')}:${executionNameFor('c1', runId)}`,
+  );
+  expect(sfn.commandCalls(SendTaskSuccessCommand)[0]?.args[0].input.taskToken).toBe(TOKEN);
 });

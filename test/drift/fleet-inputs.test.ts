@@ -24,7 +24,7 @@ const cluster = (policy: Partial<FleetCluster['policy']> = {}): FleetCluster => 
   policy: { maxUnavailable: 3, ...policy },
 });
 
-const drifted = (n: number): DriftSummary =>
+const drifted = (n: number, severity: 'critical' | 'warning' | 'info' = 'critical'): DriftSummary =>
   summarizeReport({
     clusterId: 'prod-eu-1',
     expect: 'external',
@@ -37,7 +37,7 @@ const drifted = (n: number): DriftSummary =>
       object: `Node worker-${i}`,
       expected: 'initialised by a cloud controller',
       seen: `tainted for 600 s ${'x'.repeat(400)}`,
-      severity: 'critical' as const,
+      severity,
     })),
   });
 
@@ -64,6 +64,19 @@ describe('drift events', () => {
       'd',
     );
     expect(MigrationRequested.parse(back[1]).detail.kind).toBe('downgrade');
+  });
+
+  it('request no remediation for warnings and info only, even where the policy says so: they are reported', () => {
+    for (const severity of ['warning', 'info'] as const) {
+      const events = driftEvents(drifted(2, severity), cluster({ autoRemediate: true }), 'drift-1');
+      expect(events.map((e) => e['detail-type'])).toEqual(['DriftDetected']);
+    }
+    // One critical finding among them is enough.
+    const mixed = drifted(2, 'warning');
+    const withCritical = { ...mixed, counts: { ...mixed.counts, critical: 1 } };
+    expect(
+      driftEvents(withCritical, cluster({ autoRemediate: true }), 'd').map((e) => e['detail-type']),
+    ).toEqual(['DriftDetected', 'MigrationRequested']);
   });
 
   it('are none for a clean or unknown cluster', () => {

@@ -3,22 +3,31 @@
  * upgrade, downgrade, drift checks both ways, the CCM as a DaemonSet under leader migration, an install of a
  * provider never in-tree) on every provider's twin, each API request recorded by the twin in RBAC's terms.
  * Every request must be allowed by the rules, and every rule must be used by some request: the grant is
- * exactly the calls. RBAC's evaluation is written out here (apiGroups × resources × verbs, a Role only in its
- * namespace); the in-process twin does not enforce it. The last block runs the same on a real kube-apiserver,
- * whose authorizer does.
+ * exactly the calls. RBAC's evaluation is written out here (apiGroups × resources × verbs × resourceNames, a
+ * Role only in its namespace) over the names the twin records as the authorizer sees them; the in-process
+ * twin does not enforce it. The last block runs the same on a real kube-apiserver, whose authorizer does, and
+ * asks it each named check to hold this reading of RBAC to it.
  */
 import { writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { AuthorizationV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { checkDrift } from '../../lib/drift/check.ts';
+import { AGENT_CONFIGMAP } from '../../lib/kube/agent-job.ts';
+import { applyObjects } from '../../lib/kube/apply.ts';
 import { clientsFromKubeconfigFile, type KubeClients } from '../../lib/kube/clients.ts';
+import { readSecretMetadata } from '../../lib/kube/metadata.ts';
 import { localContext } from '../../lib/local/context.ts';
 import { planUpgrade } from '../../lib/local/plan.ts';
+import { PROVIDERS, providerFacts } from '../../lib/providers/catalog.ts';
+import { CCM_WORKLOADS } from '../../lib/providers/ccm-workload.ts';
+import { renderCcmObjects } from '../../lib/providers/render.ts';
 import type { ResourceAccess } from '../../lib/twin/api/front-door.ts';
 import { renderKubeconfig } from '../../lib/twin/kubeconfig.ts';
+import { findByKind } from '../../lib/twin/resources.ts';
 import { loadTwinSpec } from '../../lib/twin/spec.ts';
 import { realApiRuns } from '../real-api.ts';
 import { type E2E, startE2E } from './harness.ts';
@@ -27,6 +36,7 @@ interface Rule {
   readonly apiGroups: string[];
   readonly resources: string[];
   readonly verbs: string[];
+  readonly resourceNames?: string[];
 }
 interface RbacRole {
   readonly kind: 'ClusterRole' | 'Role';
@@ -43,11 +53,20 @@ async function roles(): Promise<RbacRole[]> {
   return docs.filter((d) => d.kind === 'ClusterRole' || d.kind === 'Role');
 }
 
-const ruleAllows = (rule: Rule, a: ResourceAccess): boolean =>
-  rule.apiGroups.includes(a.group) && rule.resources.includes(a.resource) && rule.verbs.includes(a.verb);
+/** RBAC's RuleAllows: a rule with resourceNames allows only requests that name one of them. */
+/** A request, or a check the authorizer makes of its own (escalate, bind). */
+type Check = Omit<ResourceAccess, 'verb'> & { readonly verb: string };
+/** An object as the requests on it name it, without their verb. */
+type Target = Omit<ResourceAccess, 'verb'>;
+
+const ruleAllows = (rule: Rule, a: Check): boolean =>
+  rule.apiGroups.includes(a.group) &&
+  rule.resources.includes(a.resource) &&
+  rule.verbs.includes(a.verb) &&
+  (!rule.resourceNames?.length || (a.name !== undefined && rule.resourceNames.includes(a.name)));
 
 /** A ClusterRole (bound cluster-wide) allows in every namespace; a Role only in its own. */
-function allowedBy(all: readonly RbacRole[], a: ResourceAccess): boolean {
+function allowedBy(all: readonly RbacRole[], a: Check): boolean {
   return all.some(
     (role) =>
       (role.kind === 'ClusterRole' ||
@@ -57,8 +76,105 @@ function allowedBy(all: readonly RbacRole[], a: ResourceAccess): boolean {
 }
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/twins/${name}.yaml`, import.meta.url));
-const describeAccess = (a: ResourceAccess) =>
-  `${a.verb} ${a.group || 'core'}/${a.resource}${a.namespace ? ` in ${a.namespace}` : ''}`;
+const describeAccess = (a: Check) =>
+  `${a.verb} ${a.group || 'core'}/${a.resource}${a.name ? ` ${a.name}` : ''}${a.namespace ? ` in ${a.namespace}` : ''}`;
+
+/**
+ * What ccm-migrate applies for any provider, as a Deployment or a DaemonSet CCM (the scenarios below run a
+ * few of these), and the roles its bindings refer to (the names the authorizer checks bind on).
+ */
+function rendered(): { objects: Target[]; roleRefs: Target[] } {
+  const all = PROVIDERS.flatMap((provider) =>
+    CCM_WORKLOADS.flatMap((workload) =>
+      renderCcmObjects({
+        provider,
+        kubernetesVersion: 'v1.30.14',
+        clusterName: 'kubernetes',
+        replicas: 1,
+        workload,
+        cloudConfigHostPath: '/etc/kubernetes/cloud.conf',
+      }),
+    ),
+  );
+  const objects = all.map((o) => {
+    const type = findByKind(o.apiVersion, o.kind);
+    if (!type) throw new Error(`the twin knows no ${o.apiVersion} ${o.kind}`);
+    return {
+      group: type.group,
+      resource: type.plural,
+      namespace: o.metadata.namespace,
+      name: o.metadata.name,
+    };
+  });
+  const roleRefs = all.flatMap((o) => {
+    const ref = (o as { roleRef?: { kind: 'Role' | 'ClusterRole'; name: string } }).roleRef;
+    if (!ref) return [];
+    const resource = ref.kind === 'Role' ? 'roles' : 'clusterroles';
+    return [
+      { group: 'rbac.authorization.k8s.io', resource, namespace: o.metadata.namespace, name: ref.name },
+    ];
+  });
+  return { objects, roleRefs };
+}
+
+/**
+ * What the manifest must allow on objects whose names are known: each object ccm-migrate applies (written,
+ * read, removed), escalate on its ClusterRoles, bind on the roles its bindings refer to, the CCM's Lease.
+ */
+function namedChecks(): Check[] {
+  const { objects, roleRefs } = rendered();
+  const leases = PROVIDERS.map((p) => providerFacts(p)).map(({ leaseName, namespace }) => ({
+    group: 'coordination.k8s.io',
+    resource: 'leases',
+    namespace,
+    name: leaseName,
+  }));
+  return [
+    ...objects.flatMap((o) => ['get', 'create', 'patch', 'delete'].map((verb) => ({ ...o, verb }))),
+    ...objects.filter((o) => o.resource === 'clusterroles').map((o) => ({ ...o, verb: 'escalate' })),
+    ...roleRefs.map((r) => ({ ...r, verb: 'bind' })),
+    ...leases.flatMap((l) => ['get', 'watch', 'delete'].map((verb) => ({ ...l, verb }))),
+  ];
+}
+
+const check = (c: Omit<Check, 'name' | 'namespace'> & { name?: string; namespace?: string }): Check => ({
+  name: undefined,
+  namespace: undefined,
+  ...c,
+});
+const RBAC = 'rbac.authorization.k8s.io';
+/** What ccm-migrate never asks: other Secrets, lists it does not make, objects of its kinds not its own. */
+const NEVER_ASKED: readonly Check[] = [
+  check({ verb: 'get', group: '', resource: 'secrets', namespace: 'default' }),
+  check({ verb: 'list', group: '', resource: 'secrets', namespace: 'kube-system' }),
+  check({ verb: 'list', group: '', resource: 'pods' }),
+  check({
+    verb: 'get',
+    group: '',
+    resource: 'secrets',
+    namespace: 'kube-system',
+    name: 'bootstrap-token-abcdef',
+  }),
+  check({ verb: 'patch', group: '', resource: 'configmaps', namespace: 'kube-system', name: 'coredns' }),
+  check({ verb: 'create', group: '', resource: 'configmaps', namespace: 'kube-system' }),
+  check({
+    verb: 'delete',
+    group: 'apps',
+    resource: 'daemonsets',
+    namespace: 'kube-system',
+    name: 'kube-proxy',
+  }),
+  check({ verb: 'patch', group: RBAC, resource: 'clusterroles', name: 'cluster-admin' }),
+  check({ verb: 'escalate', group: RBAC, resource: 'clusterroles', name: 'cluster-admin' }),
+  check({ verb: 'bind', group: RBAC, resource: 'clusterroles', name: 'cluster-admin' }),
+  check({
+    verb: 'bind',
+    group: RBAC,
+    resource: 'roles',
+    namespace: 'kube-system',
+    name: 'kubeadm:nodes-kubeadm-config',
+  }),
+];
 
 /** Every request of every scenario below, gathered for the "every rule used" check at the end. */
 const seen = new Map<string, ResourceAccess>();
@@ -67,7 +183,7 @@ const seen = new Map<string, ResourceAccess>();
 async function requestsOf(name: string, scenario: (e: E2E) => Promise<void>): Promise<ResourceAccess[]> {
   const e = await startE2E(await loadTwinSpec(fixture(name)));
   try {
-    const key = (a: ResourceAccess) => JSON.stringify([a.verb, a.group, a.resource, a.namespace]);
+    const key = (a: ResourceAccess) => JSON.stringify([a.verb, a.group, a.resource, a.namespace, a.name]);
     const before = new Map(e.t.twin.api.stats().accesses.map((a) => [key(a), a.count]));
     await scenario(e);
     const made = e.t.twin.api
@@ -135,31 +251,50 @@ describe('the RBAC ccm-migrate ships', () => {
     expect(made.filter((a) => !allowedBy(all, a)).map(describeAccess)).toEqual([]);
   }, 60_000);
 
+  it('names every object an upgrade of any provider applies, as a Deployment or a DaemonSet', async () => {
+    all = await roles();
+    expect(
+      namedChecks()
+        .filter((a) => !allowedBy(all, a))
+        .map(describeAccess),
+    ).toEqual([]);
+  });
+
   it('would refuse what ccm-migrate never asks (so the checks above can fail)', async () => {
     all = await roles();
-    const secretsElsewhere = { verb: 'get', group: '', resource: 'secrets', namespace: 'default' } as const;
-    const listSecrets = { verb: 'list', group: '', resource: 'secrets', namespace: 'kube-system' } as const;
-    const podsCluster = { verb: 'list', group: '', resource: 'pods', namespace: undefined } as const;
-    expect([secretsElsewhere, listSecrets, podsCluster].filter((a) => allowedBy(all, a))).toEqual([]);
+    expect(NEVER_ASKED.filter((a) => allowedBy(all, a)).map(describeAccess)).toEqual([]);
   });
 
   // Last in the file (its tests run in order): every scenario above has run.
-  it("grants nothing the runs above did not ask for (each rule's every verb on every resource used)", () => {
+  it("grants nothing the runs above did not ask for (each rule's every verb on every resource and name used)", () => {
+    const { objects, roleRefs } = rendered();
+    const inScope = (role: RbacRole, namespace: string | undefined) =>
+      role.kind === 'ClusterRole' || namespace === role.metadata.namespace;
     const unused: string[] = [];
     for (const role of all) {
       for (const rule of role.rules) {
         for (const group of rule.apiGroups) {
           for (const resource of rule.resources) {
+            const used = (a: Target, name: string | undefined) =>
+              a.group === group &&
+              a.resource === resource &&
+              inScope(role, a.namespace) &&
+              (name === undefined || a.name === name);
             for (const verb of rule.verbs) {
-              if (AUTHORIZER_ONLY_VERBS.has(verb)) continue;
-              const used = [...seen.values()].some(
-                (a) =>
-                  a.group === group &&
-                  a.resource === resource &&
-                  a.verb === verb &&
-                  (role.kind === 'ClusterRole' || a.namespace === role.metadata.namespace),
-              );
-              if (!used) unused.push(`${role.kind} ${verb} ${group || 'core'}/${resource}`);
+              const asked = (name: string | undefined) =>
+                [...seen.values()].some((a) => a.verb === verb && used(a, name));
+              for (const name of rule.resourceNames ?? [undefined]) {
+                // escalate and bind only on the ClusterRoles ccm-migrate applies and the roles its bindings
+                // refer to; a request's verb asked by some run, on a name asked for or one ccm-migrate
+                // applies for a provider or CCM workload the runs here leave out.
+                const granted = AUTHORIZER_ONLY_VERBS.has(verb)
+                  ? name !== undefined && (verb === 'bind' ? roleRefs : objects).some((o) => used(o, name))
+                  : asked(undefined) &&
+                    (name === undefined || asked(name) || objects.some((o) => used(o, name)));
+                if (!granted) {
+                  unused.push(`${role.kind} ${verb} ${group || 'core'}/${resource}${name ? ` ${name}` : ''}`);
+                }
+              }
             }
           }
         }
@@ -190,15 +325,18 @@ describe.runIf(realApiRuns())('the RBAC ccm-migrate ships, on a real kube-apiser
     return { e, clients: identity(e, 'ccm-migrate-operator', ['ccm-migrate']) };
   }
 
-  /** Clients for a user of the cluster CA with these groups, through the twin's address. */
-  function identity(run: E2E, user: string, groups: string[]): KubeClients {
+  /** A kubeconfig for a user of the cluster CA with these groups, through the twin's address. */
+  function kubeconfigOf(run: E2E, user: string, groups: string[]): string {
     const pki = run.t.twin.realApi?.pki;
     if (!pki) throw new Error('not a real-API twin');
     const file = path.join(run.t.twin.stateDir, `kubeconfig-${user}`);
     const tls = pki.clientCert(user, groups);
     writeFileSync(file, renderKubeconfig({ name: user, server: run.t.twin.url, tls }), { mode: 0o600 });
-    return clientsFromKubeconfigFile(file);
+    return file;
   }
+
+  const identity = (run: E2E, user: string, groups: string[]): KubeClients =>
+    clientsFromKubeconfigFile(kubeconfigOf(run, user, groups));
 
   it('lets plan, upgrade, drift and downgrade run on the AWS twin', async () => {
     const { e: run, clients } = await startBound('aws-mini');
@@ -236,6 +374,71 @@ describe.runIf(realApiRuns())('the RBAC ccm-migrate ships, on a real kube-apiser
       message: expect.stringMatching(/forbidden/),
     });
   }, 60_000);
+
+  it('refuses the bound identity objects of its kinds by names outside the lists (403)', async () => {
+    const { clients } = await startBound('aws-mini');
+    const configMap = (name: string) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name, namespace: 'kube-system' },
+      data: { k: 'v' },
+    });
+    const forbidden = { name: 'KubeApiRejected', status: 403 };
+    // Created by server-side apply, as ccm-migrate creates: its agent's ConfigMap is allowed, another is not.
+    await expect(applyObjects(clients, [configMap(AGENT_CONFIGMAP)])).resolves.toHaveLength(1);
+    await expect(applyObjects(clients, [configMap('not-ccm-migrate')])).rejects.toMatchObject(forbidden);
+    await expect(
+      readSecretMetadata(clients, { namespace: 'kube-system', name: 'bootstrap-token-abcdef' }),
+    ).rejects.toMatchObject(forbidden);
+  }, 60_000);
+
+  it("answers every check of the manifest as this file's reading of RBAC does (the in-process twin's)", async () => {
+    const { e: run } = await startBound('aws-mini');
+    const all = await roles();
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfigOf(run, 'ccm-migrate-reviewer', ['ccm-migrate']));
+    const reviews = kc.makeApiClient(AuthorizationV1Api);
+    const checks = [...namedChecks(), ...NEVER_ASKED];
+    const differing: string[] = [];
+    for (const c of checks) {
+      const [resource, subresource] = c.resource.split('/') as [string, string?];
+      const review = await reviews.createSelfSubjectAccessReview({
+        body: {
+          spec: {
+            resourceAttributes: {
+              verb: c.verb,
+              group: c.group,
+              resource,
+              ...(subresource ? { subresource } : {}),
+              ...(c.namespace ? { namespace: c.namespace } : {}),
+              ...(c.name ? { name: c.name } : {}),
+            },
+          },
+        },
+      });
+      const real = review.status?.allowed === true;
+      if (real !== allowedBy(all, c)) differing.push(`${describeAccess(c)}: real ${real}`);
+    }
+    expect(checks.length).toBeGreaterThan(50);
+    expect(differing).toEqual([]);
+  }, 60_000);
+
+  it("says which rule to change when the cluster's OpenStack credentials Secret is not the one it names", async () => {
+    const otherSecret = (docs: RbacRole[]) =>
+      docs.map((d) => ({
+        ...d,
+        rules: d.rules?.map((r) =>
+          r.resources.includes('secrets') ? { ...r, resourceNames: ['another-secret'] } : r,
+        ),
+      }));
+    const { clients } = await startBound('openstack-secret-mini', otherSecret as never);
+    await expect(planUpgrade({ clients, options: {}, pollMs: 10 })).rejects.toMatchObject({
+      name: 'PreflightFailed',
+      message: expect.stringMatching(
+        /openstack-credentials.*resourceNames in assets\/rbac\/ccm-migrate\.yaml/,
+      ),
+    });
+  }, 120_000);
 
   it('needs escalate: without it the CCM’s ClusterRole is refused and the upgrade rolls back', async () => {
     const withoutEscalate = (docs: RbacRole[]) =>

@@ -1,7 +1,8 @@
 /**
  * The starter under a stack that requires approval (`REQUIRE_APPROVAL=true`, the construct's
- * `requireApproval`): every upgrade it starts asks for approval whatever the event says; downgrades have no
- * gate and are started as asked; without the setting the event decides.
+ * `requireApproval`; `REQUIRE_DOWNGRADE_APPROVAL=true`, its `requireDowngradeApproval`): every run of that
+ * kind it starts asks for approval whatever the event says; the other kind is started as asked; without the
+ * setting the event decides.
  */
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
@@ -23,6 +24,7 @@ beforeEach(() => {
 });
 afterEach(() => {
   delete process.env.REQUIRE_APPROVAL;
+  delete process.env.REQUIRE_DOWNGRADE_APPROVAL;
 });
 
 /** The options of the execution the starter starts for a request of `kind` with `options`. */
@@ -49,4 +51,16 @@ it('starts upgrades as the event asks when the stack does not require approval',
   expect(await startedOptions('upgrade', { requireApproval: true })).toEqual({ requireApproval: true });
   process.env.REQUIRE_APPROVAL = 'false';
   expect(await startedOptions('upgrade')).toEqual({});
+});
+
+it('makes every downgrade wait for approval when the stack requires it of downgrades, and only downgrades', async () => {
+  process.env.REQUIRE_DOWNGRADE_APPROVAL = 'true';
+  expect(await startedOptions('downgrade')).toEqual({ requireApproval: true });
+  expect(await startedOptions('downgrade', { requireApproval: false })).toEqual({ requireApproval: true });
+  expect(await startedOptions('upgrade')).toEqual({});
+});
+
+it('starts downgrades as the event asks when the stack does not require approval of them', async () => {
+  expect(await startedOptions('downgrade', { requireApproval: true })).toEqual({ requireApproval: true });
+  expect(await startedOptions('downgrade')).toEqual({});
 });

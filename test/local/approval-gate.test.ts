@@ -1,8 +1,8 @@
 /**
- * The upgrade's approval gate in the real synthesized definition, run by the local engine with the local
- * gate handler (lib/local/approval.ts): skipped unless the input asks for it; when asked, the run waits for
- * the answer after preflight and before the first change; a rejection, no answer in time, or nobody to
- * answer ends the run through the failure ending, never the rollback.
+ * The approval gate in the real synthesized definitions (upgrade and downgrade), run by the local engine with
+ * the local gate handler (lib/local/approval.ts): skipped unless the input asks for it; when asked, the run
+ * waits for the answer after preflight and before the first change; a rejection, no answer in time, or
+ * nobody to answer ends the run through the failure ending, never the rollback.
  */
 import { Duration } from 'aws-cdk-lib';
 import { describe, expect, it } from 'vitest';
@@ -11,6 +11,7 @@ import { ApprovalRejectedError } from '../../lib/errors.ts';
 import { type Approver, approvalGateHandlers } from '../../lib/local/approval.ts';
 import { type EventLog, runLocally } from '../../lib/local/engine.ts';
 import { renderDefinition } from '../../lib/local/render.ts';
+import { DOWNGRADE_STATES, downgradeDefinition } from '../../state-machines/downgrade.ts';
 import { STEP_IDS } from '../../state-machines/steps.ts';
 import { UPGRADE_STATES, upgradeDefinition } from '../../state-machines/upgrade.ts';
 import { recording } from './recording.ts';
@@ -90,6 +91,7 @@ describe('the approval gate, run by the local engine', () => {
     expect(asked).toEqual([
       {
         kind: 'ApprovalRequested',
+        migration: 'upgrade',
         clusterId: 'demo',
         runId: 'r1',
         provider: 'aws',
@@ -136,5 +138,65 @@ describe('the approval gate, run by the local engine', () => {
     const r = await run({ requireApproval: true }, undefined);
 
     expectEndedUnchanged(r, 'InvalidInput', /run r1 of cluster demo requires approval.*--require-approval/);
+  });
+});
+
+describe('the approval gate of a downgrade, run by the local engine', () => {
+  const downgrade = renderDefinition(downgradeDefinition);
+  const D = DOWNGRADE_STATES;
+  const downgradePreflight = async (): Promise<unknown> => ({
+    alreadyInTree: false,
+    provider: 'aws',
+    kubernetesVersion: 'v1.29.4',
+    sourceRunId: 'up-1',
+    controlPlaneNodes: ['cp-1'],
+    kubeletOrder: ['cp-1', 'w-1'],
+    leaderMigration: { enabled: false, reason: 'one control-plane node' },
+  });
+
+  async function runDowngrade(options: object, approve: Approver) {
+    const asked: ApprovalRequest[] = [];
+    const { calls, handlers } = recording(STEP_IDS, { 'downgrade-preflight': downgradePreflight });
+    const result = await runLocally({
+      workflow: downgrade,
+      handlers,
+      taskHandlers: approvalGateHandlers(async (request) => {
+        asked.push(request);
+        await approve(request);
+      }),
+      input: input(options),
+    });
+    return { result, asked, steps: calls.map((c) => c.step) };
+  }
+
+  it('is off by default: a downgrade that does not ask goes on unasked', async () => {
+    const r = await runDowngrade({}, async () => undefined);
+    expect(r.result.status).toBe('SUCCEEDED');
+    expect(r.asked).toEqual([]);
+    expect(r.steps[1]).toBe('restore-kubelet');
+  });
+
+  it('asks after preflight and before the first restore, with the command that answers a downgrade', async () => {
+    const r = await runDowngrade({ requireApproval: true }, async () => undefined);
+    expect(r.result.status).toBe('SUCCEEDED');
+    expect(r.asked).toEqual([
+      expect.objectContaining({
+        migration: 'downgrade',
+        provider: 'aws',
+        nodes: 2,
+        approve: 'ccm-migrate approve --aws --downgrade --cluster-id demo --run-id r1',
+      }),
+    ]);
+    expect(r.steps.slice(0, 2)).toEqual(['downgrade-preflight', 'restore-kubelet']);
+  });
+
+  it('ends a rejected downgrade as failed before any change', async () => {
+    const r = await runDowngrade({ requireApproval: true }, async () => {
+      throw new ApprovalRejectedError('not during the freeze');
+    });
+    expect(r.result.status).toBe('FAILED');
+    expect(r.result.error?.name).toBe('ApprovalRejected');
+    expect(r.steps).toEqual(['downgrade-preflight', 'record-failure']);
+    expect(D.approval).toBe(S.approval);
   });
 });

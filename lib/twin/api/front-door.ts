@@ -18,7 +18,10 @@ export interface ApiServerStats {
   readonly answers: readonly (ResourceAccess & { readonly code: number; readonly count: number })[];
 }
 
-/** One kind of resource request as RBAC authorises it (verb, API group, resource[/subresource], namespace). */
+/**
+ * One kind of resource request as RBAC authorises it (verb, API group, resource[/subresource], namespace,
+ * name).
+ */
 export interface ResourceAccess {
   readonly verb: ApiVerb;
   /** '' for the core group. */
@@ -27,6 +30,30 @@ export interface ResourceAccess {
   readonly resource: string;
   /** Undefined for cluster-scoped resources and requests across all namespaces. */
   readonly namespace: string | undefined;
+  /**
+   * The object named in the path, which a rule's resourceNames match; undefined for a list, a watch of a
+   * collection, or a create by POST, which no resourceNames rule can allow.
+   */
+  readonly name: string | undefined;
+}
+
+/**
+ * The name RBAC sees on a request: the one in the path, or for a list or watch, the one its field selector
+ * requires (`metadata.name=x`), as RequestInfoFactory derives it
+ * (k8s.io/apiserver/pkg/endpoints/request/requestinfo.go): a watch of one Lease is allowed by resourceNames.
+ */
+export function requestedName(
+  verb: ApiVerb,
+  pathName: string | undefined,
+  query: URLSearchParams,
+): string | undefined {
+  if (pathName !== undefined || (verb !== 'list' && verb !== 'watch')) return pathName;
+  for (const term of (query.get('fieldSelector') ?? '').split(',')) {
+    const name = /^metadata\.name==?(.+)$/.exec(term.trim())?.[1];
+    // A name that could not be a path segment is not taken (path.IsValidPathSegmentName).
+    if (name !== undefined && !/[/%]/.test(name) && name !== '.' && name !== '..') return name;
+  }
+  return undefined;
 }
 
 export class RequestLedger {

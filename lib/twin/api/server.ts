@@ -19,7 +19,7 @@ import {
   versionInfo,
   wantsAggregated,
 } from './discovery.ts';
-import { type ApiServerStats, RequestLedger, requestFault } from './front-door.ts';
+import { type ApiServerStats, RequestLedger, requestedName, requestFault } from './front-door.ts';
 import {
   type Answer,
   createObject,
@@ -83,6 +83,7 @@ export async function startApiServer(opts: {
       group: route.type.group,
       resource: route.subresource ? `${route.type.plural}/${route.subresource}` : route.type.plural,
       namespace: route.namespace,
+      name: requestedName(route.verb, route.name, query),
     };
     ledger.access(access);
     res.once('finish', () => ledger.answered(access, res.statusCode));

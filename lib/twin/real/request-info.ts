@@ -3,7 +3,7 @@
  * (k8s.io/apiserver/pkg/endpoints/request/requestinfo.go), for any path, served by the twin or not: what
  * the proxy before a real server counts and injects faults by.
  */
-import type { ResourceAccess } from '../api/front-door.ts';
+import { type ResourceAccess, requestedName } from '../api/front-door.ts';
 import type { ApiVerb } from '../api/route.ts';
 
 const NAMESPACE_SUBRESOURCES = new Set(['status', 'finalize']);
@@ -12,7 +12,7 @@ const TRUE = new Set(['1', 't', 'T', 'true', 'TRUE', 'True']);
 export interface RequestInfo {
   readonly access: ResourceAccess;
   readonly version: string;
-  /** The object named, for a request on one object. */
+  /** The object named in the path, for a request on one object. */
   readonly name: string | undefined;
 }
 
@@ -59,5 +59,6 @@ export function requestInfo(method: string, url: URL): RequestInfo | undefined {
     default:
       verb = name !== undefined ? 'get' : TRUE.has(url.searchParams.get('watch') ?? '') ? 'watch' : 'list';
   }
-  return { access: { verb, group, resource, namespace }, version, name };
+  const access = { verb, group, resource, namespace, name: requestedName(verb, name, url.searchParams) };
+  return { access, version, name };
 }
