@@ -8,7 +8,7 @@ import {
   KUBELET_FILES,
   kubeletSourceArgs,
 } from '../../controlplane/kubelet-sources.ts';
-import { backupDigests, readHostBytes, readHostFile } from '../files.ts';
+import { backupDigests, decodeText, readHostBytes } from '../files.ts';
 import type { AgentResult, ParsedAgentRequest } from '../protocol.ts';
 import type { AgentEnvironment } from '../run.ts';
 import { describeFile } from './report.ts';
@@ -17,16 +17,20 @@ export async function inspect(
   request: Extract<ParsedAgentRequest, { op: 'inspect' }>,
   env: AgentEnvironment,
 ): Promise<AgentResult> {
-  const asked = await Promise.all(
-    request.paths.map(async (p) => describeFile(p, await readHostBytes(env.hostRoot, p))),
+  // Each file read once: its report, and for the kubelet's sources the text their flags come from.
+  const paths = [...new Set([...request.paths, ...KUBELET_FILES])];
+  const bytes = new Map(
+    await Promise.all(paths.map(async (p) => [p, await readHostBytes(env.hostRoot, p)] as const)),
   );
-  const kubelet = await Promise.all(
-    KUBELET_FILES.filter((p) => !request.paths.includes(p)).map(async (p) =>
-      describeFile(p, await readHostBytes(env.hostRoot, p)),
-    ),
+  const asked = request.paths.map((p) => describeFile(p, bytes.get(p)));
+  const kubelet = KUBELET_FILES.filter((p) => !request.paths.includes(p)).map((p) =>
+    describeFile(p, bytes.get(p)),
   );
   const texts: Record<string, string | undefined> = {};
-  for (const path of KUBELET_FILES) texts[path] = await readHostFile(env.hostRoot, path);
+  for (const path of KUBELET_FILES) {
+    const raw = bytes.get(path);
+    texts[path] = raw === undefined ? undefined : decodeText(path, raw);
+  }
   const hostnameOverride = hostnameOverrideOf(texts);
   const running = await env.kubeletCommandLine();
   return {

@@ -238,8 +238,11 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
   };
 
   /** The kubelet process starts: flags read, exits on bad ones, else registers and syncs its pods. */
-  const startKubelet = (k: Kubelet, initial: boolean): void => {
-    const config = readKubeletStartConfig(ctx.stateDir, k.node);
+  const startKubelet = (
+    k: Kubelet,
+    initial: boolean,
+    config = readKubeletStartConfig(ctx.stateDir, k.node),
+  ): void => {
     k.flags = config.flags;
     k.argv = config.argv;
     k.staticPodPath = config.staticPodPath;
@@ -329,12 +332,13 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
     const placement = cloud.addNode(freeName(group), group.name);
     writeJoiningHostFiles(ctx.stateDir, placement, files);
     const k = newKubelet(placement);
-    const name = registrationName(placement, readKubeletStartConfig(ctx.stateDir, k.node).flags);
+    const config = readKubeletStartConfig(ctx.stateDir, k.node);
+    const name = registrationName(placement, config.flags);
     if (name !== k.node) throw new InvalidInputError(misnamed({ ...k, registeredAs: name }));
     kubelets.set(k.node, k);
     hosts.set(k.node, podHost(k));
     all.push(k);
-    startKubelet(k, false);
+    startKubelet(k, false, config);
     return k.node;
   };
 
