@@ -3,7 +3,8 @@
  * the error each exits with when not. The twin's own model of the binaries, in the order they fail:
  *
  * 1. flag parsing: kube-apiserver has no --cloud-provider/--cloud-config from 1.33, the kubelet no
- *    --cloud-config from 1.34 (pflag: "unknown flag: --x"; the kubelet wraps it);
+ *    --cloud-config from 1.34 nor --azure-container-registry-config from 1.30 (pflag: "unknown flag: --x";
+ *    the kubelet wraps it);
  * 2. feature gates: DisableCloudProviders and DisableKubeletCloudCredentialProviders are locked to true in
  *    1.31 and 1.32 and gone from 1.33 (component-base/featuregate);
  * 3. the provider:
@@ -59,7 +60,9 @@ function parseError(binary: Binary, minor: number, flags: ReadonlyMap<string, st
   const gone = [...flags.keys()].find(
     (f) =>
       (binary === 'kube-apiserver' && minor >= 33 && (f === 'cloud-provider' || f === 'cloud-config')) ||
-      (binary === 'kubelet' && minor >= 34 && f === 'cloud-config'),
+      (binary === 'kubelet' && minor >= 34 && f === 'cloud-config') ||
+      // The in-tree ACR credential provider's flag went with its code.
+      (binary === 'kubelet' && minor >= 30 && f === 'azure-container-registry-config'),
   );
   if (gone === undefined) return undefined;
   return binary === 'kubelet'

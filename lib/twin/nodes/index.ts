@@ -129,6 +129,9 @@ function podHost(k: Kubelet): PodHost {
     get kubeletArgv() {
       return k.argv;
     },
+    get kubeletFlags() {
+      return k.flags;
+    },
     get up() {
       return serving(k);
     },
@@ -246,7 +249,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
     k.flags = config.flags;
     k.argv = config.argv;
     k.staticPodPath = config.staticPodPath;
-    k.problem = config.problem ?? startProblem('kubelet', minor, config.flags);
+    k.problem = config.problem ?? startProblem('kubelet', minor, config.flags) ?? config.pluginProblem;
     if (k.problem) return;
     k.registeredAs = registrationName(k.placement, config.flags);
     if (initial && k.registeredAs !== k.node) throw new InvalidInputError(misnamed(k));

@@ -5,10 +5,11 @@
  * $KUBELET_EXTRA_ARGS`, but a host may have any other), its flags read as pflag reads them, then the
  * KubeletConfiguration file named by --config, whose featureGates the flags override gate by gate.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { hostPath } from '../context.ts';
 import { readCommandLine } from './command-line.ts';
+import { pluginStartProblem } from './image-pulls.ts';
 import { serviceCommand } from './systemd-unit.ts';
 
 /** The unit the kubelet package installs, for a host that keeps only its drop-ins. */
@@ -23,6 +24,11 @@ export interface KubeletStartConfig {
   readonly staticPodPath: string;
   /** Why the kubelet exits at start, when it does (the error it logs). */
   readonly problem?: string;
+  /**
+   * Why it exits registering its credential plugins, which it does after its flags and cloud provider
+   * passed (pkg/kubelet/kuberuntime, NewKubeGenericRuntimeManager).
+   */
+  readonly pluginProblem?: string;
 }
 
 interface KubeletConfiguration {
@@ -102,7 +108,16 @@ export function readKubeletStartConfig(stateDir: string, node: string): KubeletS
   const text = configPath ? readOptional(onHost(configPath)) : undefined;
   // The deprecated --pod-manifest-path flag wins over the config file, as kubelet flags do.
   const flagPath = flags.get('pod-manifest-path');
-  if (text === undefined) return { ...start, staticPodPath: flagPath ?? '/etc/kubernetes/manifests' };
+  const plugins = (): { pluginProblem?: string } => {
+    const problem = pluginStartProblem(flags, {
+      read: (file) => readOptional(onHost(file)),
+      exists: (file) => existsSync(onHost(file)),
+    });
+    return problem ? { pluginProblem: problem } : {};
+  };
+  if (text === undefined) {
+    return { ...start, staticPodPath: flagPath ?? '/etc/kubernetes/manifests', ...plugins() };
+  }
   const config = parseConfig(text);
   if (typeof config === 'string') {
     return {
@@ -117,5 +132,5 @@ export function readKubeletStartConfig(stateDir: string, node: string): KubeletS
   ]).flags.get('feature-gates');
   if (gates) flags.set('feature-gates', gates);
   const fromConfig = typeof config.staticPodPath === 'string' ? config.staticPodPath : '';
-  return { ...start, staticPodPath: flagPath ?? fromConfig };
+  return { ...start, staticPodPath: flagPath ?? fromConfig, ...plugins() };
 }

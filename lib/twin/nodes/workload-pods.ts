@@ -6,6 +6,8 @@
  * through the container's termination message, as the real agent container does, unless their container
  * does not start or its launcher refuses (agent-container.ts).
  */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import {
   AGENT_NAME,
   AGENT_REQUEST_ENV,
@@ -16,6 +18,7 @@ import { runAgent } from '../../agent/run.ts';
 import { nodeRoot, type TwinContext } from '../context.ts';
 import type { KubeObject } from '../store.ts';
 import { agentContainerStart } from './agent-container.ts';
+import { pullRefusal } from './image-pulls.ts';
 import { type ContainerState, type ContainersView, nowISO, podStatus } from './pod-status.ts';
 import { CONFIG_MIRROR } from './static-pods.ts';
 import type { Timers } from './timers.ts';
@@ -30,6 +33,8 @@ export interface PodHost {
   readonly hostname: string;
   /** The kubelet's command line as it last started (what the host's /proc shows). */
   readonly kubeletArgv: readonly string[];
+  /** Its flags as it last started, the config file's feature gates merged in. */
+  readonly kubeletFlags: ReadonlyMap<string, string>;
   readonly up: boolean;
 }
 
@@ -37,8 +42,12 @@ interface PodSpec {
   nodeName?: string;
   restartPolicy?: string;
   hostNetwork?: boolean;
-  containers?: { name: string; env?: { name: string; value?: string }[] }[];
+  containers?: { name: string; image?: string; env?: { name: string; value?: string }[] }[];
 }
+
+/** The kubelet's image pull back-off: 10 s, doubling, at most 5 min (pkg/kubelet/kubelet.go, backOffPeriod). */
+const PULL_BACKOFF_MS = 10_000;
+const PULL_BACKOFF_MAX_MS = 300_000;
 
 function specOf(pod: KubeObject): PodSpec {
   return (pod.spec ?? {}) as PodSpec;
@@ -164,7 +173,43 @@ export class WorkloadPodRunner {
     });
   }
 
-  #schedule(host: PodHost, key: string): void {
+  /** Why the node cannot pull one of the pod's images (image-pulls.ts), if it cannot. */
+  #pullRefusal(pod: KubeObject, host: PodHost): string | undefined {
+    const root = nodeRoot(this.#ctx.stateDir, host.node);
+    const onHost = (file: string) => path.join(root, file);
+    const kubelet = {
+      provider: this.#ctx.spec.cloud.provider,
+      minor: this.#minor,
+      flags: host.kubeletFlags,
+      host: {
+        read: (file: string) => (existsSync(onHost(file)) ? readFileSync(onHost(file), 'utf8') : undefined),
+        exists: (file: string) => existsSync(onHost(file)),
+      },
+    };
+    for (const c of specOf(pod).containers ?? []) {
+      const refused = pullRefusal(c.image ?? '', kubelet);
+      if (refused) return refused;
+    }
+    return undefined;
+  }
+
+  /** The images the kubelet now holds, on its Node's status.images (as it reports them, tag and digest). */
+  #recordImages(host: PodHost, pod: KubeObject): void {
+    const node = this.#ctx.store.tryGet('nodes', undefined, host.node);
+    if (!node) return;
+    const status = (node.status ?? {}) as { images?: { names: string[]; sizeBytes: number }[] };
+    const held = new Set((status.images ?? []).flatMap((i) => i.names));
+    const fresh = (specOf(pod).containers ?? [])
+      .map((c) => c.image ?? '')
+      .filter((image) => image !== '' && !held.has(image));
+    if (fresh.length === 0) return;
+    const next = structuredClone(node);
+    const images = [...(status.images ?? []), ...fresh.map((image) => ({ names: [image], sizeBytes: 0 }))];
+    next.status = { ...status, images };
+    this.#ctx.store.update('nodes', next, { subresource: 'status' });
+  }
+
+  #schedule(host: PodHost, key: string, pulls = 0): void {
     if (!host.up) {
       let set = this.#waiting.get(host.node);
       if (!set) {
@@ -193,6 +238,18 @@ export class WorkloadPodRunner {
       }
       const startedAt = nowISO();
       const podIP = specOf(now).hostNetwork ? host.ip : this.#podIP(host);
+      const refused = this.#pullRefusal(now, host);
+      if (refused) {
+        this.#write(now, host, podIP, startedAt, 'Pending', {
+          state: { waiting: { reason: pulls > 0 ? 'ImagePullBackOff' : 'ErrImagePull', message: refused } },
+          restartCount: 0,
+          ready: false,
+        });
+        const backoff = Math.min(PULL_BACKOFF_MS * 2 ** pulls, PULL_BACKOFF_MAX_MS);
+        this.#timers.after(backoff, () => this.#schedule(host, key, pulls + 1));
+        return;
+      }
+      this.#recordImages(host, now);
       const running = this.#write(now, host, podIP, startedAt, 'Running', {
         state: { running: { startedAt } },
         restartCount: 0,
@@ -286,7 +343,7 @@ export class WorkloadPodRunner {
     host: PodHost,
     podIP: string,
     startTime: string,
-    phase: 'Running' | 'Succeeded' | 'Failed',
+    phase: 'Pending' | 'Running' | 'Succeeded' | 'Failed',
     containers: ContainersView,
   ): KubeObject {
     const next = structuredClone(pod);
