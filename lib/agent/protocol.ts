@@ -71,6 +71,15 @@ export const SetFlagsRequestSchema = z.object({
        * with --hostname-override (restoring the run's backups takes it out again).
        */
       keepNodeName: z.string().min(1).optional(),
+      /**
+       * The cloud's credential plugin takes over from the kubelet's in-tree credential provider, where the
+       * kubelet pulls with it and the plugin is installed (lib/providers/image-credentials.ts): the config
+       * is written (backed up as absent) and the kubelet pointed at it. `required`: a node without the
+       * plugin is refused, nothing changed (preflight found images that need it).
+       */
+      imageCredentials: z
+        .object({ provider: z.string().min(1), minor: z.int(), required: z.boolean().default(false) })
+        .optional(),
     })
     .optional(),
 });
@@ -177,6 +186,16 @@ export const AgentResultSchema = z.object({
     .object({
       running: z.record(z.string(), z.array(z.string())),
       files: z.record(z.string(), z.array(z.string())),
+    })
+    .optional(),
+  /**
+   * inspect: what the kubelet pulls images with: its effective credential flags (feature gates, the in-tree
+   * ACR config, the plugin config and directory) and, per credential plugin found on the host, its directory.
+   */
+  imageCredentials: z
+    .object({
+      flags: z.record(z.string(), z.string()),
+      plugins: z.record(z.string(), z.string()),
     })
     .optional(),
   /** inspect with backupsOf: per path that run backed up, the original's sha256 (null: it did not exist). */

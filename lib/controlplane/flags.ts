@@ -171,7 +171,7 @@ export function flagValues(args: readonly string[], name: string): string[] {
 }
 
 /** The gates of a `--feature-gates` value (`A=true,B=false`), later entries winning; unparseable ones skipped. */
-function parseFeatureGates(value: string): Map<string, boolean> {
+export function parseFeatureGates(value: string): Map<string, boolean> {
   const gates = new Map<string, boolean>();
   for (const entry of value.split(',')) {
     const [name, raw] = entry.split('=').map((s) => s.trim());

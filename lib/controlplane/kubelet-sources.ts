@@ -123,7 +123,15 @@ export function effectiveKubeletFlags(files: KubeletFiles): Map<string, string> 
 }
 
 /** The kubelet flags the migration changes or relies on: where they come from must be a file it edits. */
-export const KUBELET_CHECKED_FLAGS = ['cloud-provider', 'cloud-config', 'hostname-override'] as const;
+export const KUBELET_CHECKED_FLAGS = [
+  'cloud-provider',
+  'cloud-config',
+  'hostname-override',
+  // The image credential flags the flip sets or removes (providers/image-credentials.ts).
+  'azure-container-registry-config',
+  'image-credential-provider-config',
+  'image-credential-provider-bin-dir',
+] as const;
 
 /** Every value each checked flag is given in `args`, in order (flags not given left out). */
 export function checkedKubeletFlags(args: readonly string[]): Record<string, string[]> {

@@ -23,7 +23,8 @@ import { type ContainerImage, renderedImages } from '../providers/image-override
 import { ccmNodeNetwork } from '../providers/node-network.ts';
 import { ccmDeploymentRef } from '../providers/render.ts';
 import { type CcmSource, inTreeCloudConfigPath, renderCcm } from '../steps/ccm.ts';
-import { TO_EXTERNAL_KUBELET, toExternalStaticPods } from '../steps/edits.ts';
+import { toExternalKubelet, toExternalStaticPods } from '../steps/edits.ts';
+import { pluginRequired } from '../steps/image-credentials.ts';
 import {
   type ClusterExamination,
   ccmSnapshotFields,
@@ -133,7 +134,10 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
       runId,
       dryRun: true,
       staticPods: controlPlane ? toExternalStaticPods(exam) : [],
-      kubelet: { ...TO_EXTERNAL_KUBELET, keepNodeName: node },
+      kubelet: toExternalKubelet(
+        { ...exam, imageCredentialsRequired: pluginRequired(exam.imageCredentials) },
+        node,
+      ),
     });
     for (const f of result.files) {
       if (f.changed) files.push({ node, path: f.path, diff: f.diff ?? '(diff not available)' });

@@ -4,9 +4,11 @@
  * --cloud-provider=external and no --cloud-config, and the 1.29–1.30 gates that kept in-tree providers
  * alive go (they are locked on from 1.31, so leaving them blocks the next upgrade).
  */
-import type { StaticPodEdit } from '../agent/protocol.ts';
+import type { AgentRequest, StaticPodEdit } from '../agent/protocol.ts';
+import { kubernetesMinor } from '../controlplane/cloud-flag-rules.ts';
 import type { ClusterConfigurationEdit } from '../controlplane/kubeadm-config.ts';
 import { providerFacts } from '../providers/catalog.ts';
+import { credentialPluginOf } from '../providers/image-credentials.ts';
 import { kcmNodeNetworkFlags } from '../providers/node-network.ts';
 import { LEADER_MIGRATION_CONFIG_FLAG, LEADER_MIGRATION_FLAG } from './leader-migration.ts';
 import type { Snapshot } from './snapshot.ts';
@@ -52,10 +54,35 @@ export const ENABLE_LEADER_MIGRATION_STATIC_PODS: readonly StaticPodEdit[] = [
   },
 ];
 
+type SetFlagsKubelet = Extract<AgentRequest, { op: 'set-flags' }>['kubelet'];
+
 export const TO_EXTERNAL_KUBELET = {
   flags: { 'cloud-provider': 'external', 'cloud-config': null },
   featureGates: IN_TREE_GATES,
 };
+
+/**
+ * One node's kubelet change: external, its Node name kept, and where the cloud has a credential plugin,
+ * the kubelet's in-tree image credentials handed to it (refused without it when the cluster needs them).
+ */
+export function toExternalKubelet(
+  run: Pick<Snapshot, 'provider' | 'kubernetesVersion' | 'imageCredentialsRequired'>,
+  node: string,
+): NonNullable<SetFlagsKubelet> {
+  return {
+    ...TO_EXTERNAL_KUBELET,
+    keepNodeName: node,
+    ...(credentialPluginOf(run.provider)
+      ? {
+          imageCredentials: {
+            provider: run.provider,
+            minor: kubernetesMinor(run.kubernetesVersion),
+            required: run.imageCredentialsRequired ?? false,
+          },
+        }
+      : {}),
+  };
+}
 
 /** The same changes in kubeadm's ClusterConfiguration, so that `kubeadm upgrade` keeps them. */
 export const TO_EXTERNAL_KUBEADM: ClusterConfigurationEdit = {

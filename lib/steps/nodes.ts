@@ -11,7 +11,7 @@ import {
   ENABLE_LEADER_MIGRATION_STATIC_PODS,
   KAS_MANIFEST,
   KCM_MANIFEST,
-  TO_EXTERNAL_KUBELET,
+  toExternalKubelet,
   toExternalStaticPods,
 } from './edits.ts';
 import { LEADER_MIGRATION_FLAG } from './leader-migration.ts';
@@ -80,7 +80,7 @@ export async function flipKubelet(event: NodeEvent, ctx: StepContext): Promise<{
   const result = await ctx.agent(event.node, {
     op: 'set-flags',
     runId: event.runId,
-    kubelet: { ...TO_EXTERNAL_KUBELET, keepNodeName: event.node },
+    kubelet: toExternalKubelet(await loadSnapshot(ctx, event), event.node),
   });
   ctx.progress({
     step: 'flip-kubelet',

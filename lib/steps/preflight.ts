@@ -5,7 +5,7 @@
 import type { V1Node } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import type { AgentResult, FileReport } from '../agent/protocol.ts';
-import { externalNodeName, KUBELET_FLAG_SOURCES } from '../controlplane/kubelet-sources.ts';
+import { externalNodeName, KUBELET_FILES, KUBELET_FLAG_SOURCES } from '../controlplane/kubelet-sources.ts';
 import { translatedCloudConfigPath } from '../controlplane/openstack-cloud-config.ts';
 import {
   AgentFailedError,
@@ -19,6 +19,7 @@ import { foreignObjects, MANAGED_BY } from '../kube/ownership.ts';
 import { waitFor } from '../kube/wait.ts';
 import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
 import { ccmImageFor, neverInTree, PROVIDERS, type ProviderId, providerFacts } from '../providers/catalog.ts';
+import { PLUGIN_CONFIG_PATH } from '../providers/image-credentials.ts';
 import { checkImageOverrides, type ImageOverrides } from '../providers/image-overrides.ts';
 import { kcmNodeNetwork, type NodeNetwork } from '../providers/node-network.ts';
 import { detectProvider, parseProviderID } from '../providers/provider-id.ts';
@@ -33,6 +34,12 @@ import {
 } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import { CONTROL_PLANE_MANIFESTS, KCM_MANIFEST } from './edits.ts';
+import {
+  credentialsNote,
+  type ImageCredentialsPlan,
+  planImageCredentials,
+  pluginRequired,
+} from './image-credentials.ts';
 import { readClusterConfiguration, readKubeletConfiguration } from './kubeadm-config.ts';
 import { decideLeaderMigration } from './leader-migration.ts';
 import type { LeaderMigrationDecision, PreflightResult, UpgradeOptions } from './schemas.ts';
@@ -80,15 +87,23 @@ async function inspectNodes(
   runId: string,
   nodes: readonly V1Node[],
   backupsOf: string | undefined,
-): Promise<{ files: Files; backups: BackupDigests; renamed: Record<string, string>; unedited: string[] }> {
+): Promise<{
+  files: Files;
+  backups: BackupDigests;
+  renamed: Record<string, string>;
+  unedited: string[];
+  credentials: Record<string, AgentResult['imageCredentials']>;
+}> {
   const limit = pLimit(INSPECT_CONCURRENCY);
   const files: Files = {};
+  const credentials: Record<string, AgentResult['imageCredentials']> = {};
   const backups: BackupDigests = {};
   const renamed: Record<string, string> = {};
   const unedited: string[] = [];
   const inspect = async (node: V1Node): Promise<void> => {
     const name = nodeName(node);
-    const paths = isControlPlane(node) ? [...CONTROL_PLANE_MANIFESTS] : [];
+    // The credential plugin's config too: the snapshot records it absent, the file the way back removes.
+    const paths = [...(isControlPlane(node) ? CONTROL_PLANE_MANIFESTS : []), PLUGIN_CONFIG_PATH];
     const result = await ctx.agent(name, {
       op: 'inspect',
       runId,
@@ -100,13 +115,14 @@ async function inspectNodes(
     const external = result.host && externalNodeName(result.host.hostname, result.host.hostnameOverride);
     if (external && external !== name) renamed[name] = external;
     unedited.push(...uneditedKubeletFlags(name, result.kubeletFlags));
+    credentials[name] = result.imageCredentials;
     ctx.progress({ step: 'preflight', node: name, message: 'inspected' });
   };
   // One Job first: an agent image or bundle its launcher refuses is reported by one Job, not by fifty.
   const [first, ...rest] = nodes;
   if (first) await inspect(first);
   await Promise.all(rest.map((node) => limit(() => inspect(node))));
-  return { files, backups, renamed, unedited };
+  return { files, backups, renamed, unedited, credentials };
 }
 
 /**
@@ -141,7 +157,7 @@ function refuseUnreadable(files: Files, controlPlane: readonly string[]): void {
         problems.push(`${node}:${manifest} is not a static pod manifest the agent can parse`);
     }
     for (const f of reports) {
-      if (f.exists && f.kind === 'other' && !CONTROL_PLANE_MANIFESTS.includes(f.path as never)) {
+      if (f.exists && f.kind === 'other' && KUBELET_FILES.includes(f.path)) {
         problems.push(`${node}:${f.path} is not a kubelet flags file the agent can parse`);
       }
     }
@@ -456,6 +472,8 @@ export interface ClusterExamination {
    * name, its host's or an override the provider ignored): the flip pins --hostname-override to keep it.
    */
   readonly renamedOffInTree: Record<string, string>;
+  /** What the flip does to each kubelet's image credentials. */
+  readonly imageCredentials: ImageCredentialsPlan;
 }
 
 export type ExamineContext = Pick<
@@ -495,7 +513,12 @@ export async function examineCluster(
       'no node is labelled node-role.kubernetes.io/control-plane: not a kubeadm-style cluster',
     );
   }
-  const { files, backups, renamed, unedited } = await inspectNodes(ctx, runId, nodes, opts.backupsOf);
+  const { files, backups, renamed, unedited, credentials } = await inspectNodes(
+    ctx,
+    runId,
+    nodes,
+    opts.backupsOf,
+  );
   refuseUnreadable(files, controlPlaneNodes);
   if (unedited.length > 0) {
     throw new PreflightFailedError(
@@ -508,6 +531,7 @@ export async function examineCluster(
   const { inTreeName } = providerFacts(provider);
   const { image } = ccmImageFor(provider, version.gitVersion);
   const left = inTreeLeft(files, inTreeName);
+  const imageCredentials = planImageCredentials(provider, version.gitVersion, nodes, credentials);
   const awaiting = nodesAwaitingCcm(nodes, provider, left);
   checkNodeIdentity(nodes, provider, awaiting);
   await requireCloudConfigFile(ctx, runId, provider, files, controlPlaneNodes);
@@ -529,6 +553,7 @@ export async function examineCluster(
     externalAlready: externalAlready(files),
     awaitingCcm: awaiting.map(nodeName),
     renamedOffInTree: renamed,
+    imageCredentials,
     backups,
   };
 }
@@ -652,6 +677,7 @@ export async function preflight(
     takenAt: new Date().toISOString(),
     ...ccmSnapshotFields(exam, event.options),
     ccmImage: exam.ccmImage,
+    ...(pluginRequired(exam.imageCredentials) ? { imageCredentialsRequired: true } : {}),
     nodes: Object.fromEntries(exam.nodes.map((n) => [nodeName(n), factsOf(n)])),
     loadBalancers: await loadBalancers(ctx),
   };
@@ -685,6 +711,7 @@ export async function preflight(
           `${exam.provider} ${exam.kubernetesVersion}, ${exam.nodes.length} nodes`,
           installNote(exam),
           pinNote(exam),
+          credentialsNote(exam.imageCredentials, exam.kubernetesVersion),
           leaderMigration.reason,
         ]
           .filter(Boolean)

@@ -22,6 +22,7 @@ import { call, httpStatus, orNotFound } from '../kube/errors.ts';
 import { deleteIfOurs } from '../kube/ownership.ts';
 import { waitFor } from '../kube/wait.ts';
 import { inTreeTarget, providerFacts } from '../providers/catalog.ts';
+import { PLUGIN_CONFIG_PATH } from '../providers/image-credentials.ts';
 import { ccmPods, ccmWorkloadOf, renderCcm } from './ccm.ts';
 import {
   hasUninitializedTaint,
@@ -71,7 +72,8 @@ export async function restoreKubelet(
   const restore: AgentRequest = {
     op: 'restore',
     runId: event.sourceRunId,
-    paths: [...KUBELET_FILES],
+    // The credential plugin's config after the flags that name it: it goes once no flag points at it.
+    paths: [...KUBELET_FILES, PLUGIN_CONFIG_PATH],
     skipMissing: true,
     expected: recordedOriginals(snapshot, event.node),
   };

@@ -62,6 +62,11 @@ export const SnapshotSchema = z.object({
       credentialsSecret: z.object({ name: z.string(), namespace: z.string() }),
     })
     .optional(),
+  /**
+   * The nodes have pulled images that need the cloud's credential plugin once the kubelet's in-tree
+   * credentials are off: a kubelet that lost its plugin since preflight is refused at its flip.
+   */
+  imageCredentialsRequired: z.boolean().optional(),
   /** kubeadm's ClusterConfiguration as it was (no secrets: kubeadm keeps those out of it). */
   kubeadmClusterConfiguration: z.string().optional(),
   /** kube-system/kubelet-config's KubeletConfiguration before the run, when the cluster has one. */

@@ -10,6 +10,8 @@ import { ccmPodsGone, type E2E, startE2E } from '../e2e/harness.ts';
 import { type ApiServerUnderTest, apiServersUnderTest } from '../real-api.ts';
 import { eventually, FIXTURES, fixtureSpec, isReady } from '../twin/running-twin.ts';
 
+const CREDENTIALS = '/etc/kubernetes/image-credential-provider-config.yaml';
+
 const KAS = '/etc/kubernetes/manifests/kube-apiserver.yaml';
 const KUBELET_FLAGS = '/var/lib/kubelet/kubeadm-flags.env';
 const CCM = { name: 'aws-cloud-controller-manager', namespace: 'kube-system' };
@@ -98,7 +100,11 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
         body: { ...d, spec: { ...d.spec, replicas: 0 } as never },
       });
       const externalFlags = await run.t.readFile('worker-1', KUBELET_FLAGS);
-      await run.t.twin.nodes.join('worker', { files: { [KUBELET_FLAGS]: externalFlags } });
+      // The flags name the credential plugin's config the flip wrote: a joining node needs it too.
+      const credentials = await run.t.readFile('worker-1', CREDENTIALS);
+      await run.t.twin.nodes.join('worker', {
+        files: { [KUBELET_FLAGS]: externalFlags, [CREDENTIALS]: credentials },
+      });
       await ccmPodsGone(run.t);
       expect(kinds((await drift(run)).findings)).toEqual([
         'ccm-not-ready Deployment kube-system/aws-cloud-controller-manager',

@@ -26,6 +26,7 @@ afterEach(async () => {
   await Promise.all(runs.splice(0).map((r) => r.stop()));
 });
 
+/** A twin whose kubelets restart slowly, with the run's preflight done (the flip reads its snapshot). */
 async function slowKubeletTwin(): Promise<E2E> {
   const spec = await fixtureSpec(FIXTURES.awsMini);
   const run = await startE2E({
@@ -33,14 +34,17 @@ async function slowKubeletTwin(): Promise<E2E> {
     latencies: { ...spec.latencies, podStart: 100, kubeletRestart: KUBELET_RESTART_MS },
   });
   runs.push(run);
+  const { clusterId, runId } = EVENT;
+  await runStep('preflight', { clusterId, runId, options: {} }, stepContext(run, Deadline.in(60_000)));
   return run;
 }
 
+function stepContext(run: E2E, deadline: Deadline) {
+  return { ...localContext({ clients: run.t, pollMs: 10 }, deadline), store: run.store };
+}
+
 function flipKubelet(run: E2E, deadline: Deadline): Promise<unknown> {
-  return runStep('flip-kubelet', EVENT, {
-    ...localContext({ clients: run.t, pollMs: 10 }, deadline),
-    store: run.store,
-  });
+  return runStep('flip-kubelet', EVENT, stepContext(run, deadline));
 }
 
 /**

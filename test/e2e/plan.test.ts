@@ -20,13 +20,19 @@ describe('ccm-migrate plan on the AWS twin', () => {
     const before = await nodeFiles(t);
     const plan = await planUpgrade({ clients: t, options: {}, pollMs: 10 });
 
+    // Every node has ecr-credential-provider: each kubelet is pointed at the plugin config written beside.
+    const CREDENTIALS = '/etc/kubernetes/image-credential-provider-config.yaml';
     expect(plan.files.map((f) => `${f.node}:${f.path}`).sort()).toEqual([
+      `cp-1:${CREDENTIALS}`,
       'cp-1:/etc/kubernetes/manifests/kube-apiserver.yaml',
       'cp-1:/etc/kubernetes/manifests/kube-controller-manager.yaml',
       'cp-1:/var/lib/kubelet/kubeadm-flags.env',
+      `worker-1:${CREDENTIALS}`,
       'worker-1:/var/lib/kubelet/kubeadm-flags.env',
+      `worker-2:${CREDENTIALS}`,
       'worker-2:/var/lib/kubelet/kubeadm-flags.env',
     ]);
+    expect(plan.files.find((f) => f.path === CREDENTIALS)?.diff).toContain('+  - name: ecr-credential-provider');
     const kcm = plan.files.find((f) => f.path.endsWith('kube-controller-manager.yaml'));
     expect(kcm?.diff).toContain('-    - --cloud-provider=aws');
     expect(kcm?.diff).toContain('+    - --cloud-provider=external');

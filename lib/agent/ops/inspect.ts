@@ -8,6 +8,8 @@ import {
   KUBELET_FILES,
   kubeletSourceArgs,
 } from '../../controlplane/kubelet-sources.ts';
+import { InvalidInputError } from '../../errors.ts';
+import { imageCredentialsOf } from '../credential-plugins.ts';
 import { backupDigests, decodeText, readHostBytes } from '../files.ts';
 import type { AgentResult, ParsedAgentRequest } from '../protocol.ts';
 import type { AgentEnvironment } from '../run.ts';
@@ -33,6 +35,11 @@ export async function inspect(
   }
   const hostnameOverride = hostnameOverrideOf(texts);
   const running = await env.kubeletCommandLine();
+  // A config file the agent cannot read leaves the credentials unknown: set-flags refuses that file anyway.
+  const credentials = await imageCredentialsOf(env.hostRoot, texts).catch((err: unknown) => {
+    if (err instanceof InvalidInputError) return undefined;
+    throw err;
+  });
   return {
     op: 'inspect',
     ok: true,
@@ -48,6 +55,7 @@ export async function inspect(
           },
         }
       : {}),
+    ...(credentials ? { imageCredentials: credentials } : {}),
     ...(request.backupsOf ? { backups: await backupDigests(env.hostRoot, request.backupsOf) } : {}),
   };
 }

@@ -6,6 +6,7 @@
 
 import {
   editKubeletSources,
+  effectiveKubeletFlags,
   externalNodeName,
   hostnameOverrideOf,
   KUBELET_FILES,
@@ -13,6 +14,17 @@ import {
 } from '../../controlplane/kubelet-sources.ts';
 import { editStaticPod } from '../../controlplane/static-pod.ts';
 import { InvalidInputError } from '../../errors.ts';
+import type { ProviderId } from '../../providers/catalog.ts';
+import {
+  credentialPluginOf,
+  credentialProviderConfig,
+  inTreeCredentials,
+  PLUGIN_BIN_DIR_FLAG,
+  PLUGIN_CONFIG_FLAG,
+  PLUGIN_CONFIG_PATH,
+  PLUGIN_DIRS,
+} from '../../providers/image-credentials.ts';
+import { pluginDir } from '../credential-plugins.ts';
 import { backUpOnce, readHostFile, writeAtomically } from '../files.ts';
 import type { AgentResult, FileReport, ParsedAgentRequest } from '../protocol.ts';
 import type { AgentEnvironment } from '../run.ts';
@@ -48,7 +60,17 @@ async function plan(request: SetFlagsRequest, env: AgentEnvironment): Promise<Pl
   if (request.kubelet) {
     const files: Record<string, string | undefined> = {};
     for (const path of KUBELET_FILES) files[path] = await readHostFile(hostRoot, path);
-    const edits = editKubeletSources(files, await pinnedName(request.kubelet, files, env));
+    const changes = await pinnedName(request.kubelet, files, env);
+    const credentials = await credentialChanges(request.kubelet, files, changes, env);
+    if (credentials) {
+      // The config first: a kubelet pointed at it must find it, whatever stops the request after.
+      const before = await readHostFile(hostRoot, PLUGIN_CONFIG_PATH);
+      planned.push({ path: PLUGIN_CONFIG_PATH, before, after: credentials.config, kubelet: false });
+    }
+    const edits = editKubeletSources(
+      files,
+      credentials ? { ...changes, flags: { ...changes.flags, ...credentials.flags } } : changes,
+    );
     for (const path of KUBELET_FILES) {
       const after = edits[path]?.text;
       if (files[path] !== undefined || after !== undefined) {
@@ -72,6 +94,45 @@ async function pinnedName(
   if (keepNodeName === undefined) return changes;
   if (externalNodeName(await env.hostname(), hostnameOverrideOf(files)) === keepNodeName) return changes;
   return { ...changes, flags: { ...changes.flags, 'hostname-override': keepNodeName } };
+}
+
+/**
+ * The kubelet's credential plugin in place of its in-tree credential provider: the flags and the config to
+ * write, or undefined when there is nothing to take over (no in-tree credentials in use, or a plugin config
+ * the kubelet already has, ours from an earlier attempt or the operator's own). Throws InvalidInputError
+ * when the plugin is required and not installed.
+ */
+async function credentialChanges(
+  change: NonNullable<SetFlagsRequest['kubelet']>,
+  files: Record<string, string | undefined>,
+  changes: KubeletChanges,
+  env: AgentEnvironment,
+): Promise<{ flags: Record<string, string | null>; config: string } | undefined> {
+  const wanted = change.imageCredentials;
+  const provider = wanted?.provider as ProviderId;
+  const plugin = wanted && credentialPluginOf(provider);
+  if (!wanted || !plugin) return undefined;
+  const flags = effectiveKubeletFlags(files);
+  if (flags.has(PLUGIN_CONFIG_FLAG) || !inTreeCredentials(provider, wanted.minor, flags)) return undefined;
+  const dir = await pluginDir(env.hostRoot, plugin.name);
+  if (!dir) {
+    const edited = editKubeletSources(files, changes);
+    const after = effectiveKubeletFlags(Object.fromEntries(KUBELET_FILES.map((p) => [p, edited[p]?.text])));
+    // Without the plugin the change goes ahead where the cluster needs no credentials, or keeps in-tree ones.
+    if (!wanted.required || inTreeCredentials(provider, wanted.minor, after)) return undefined;
+    throw new InvalidInputError(
+      `the kubelet pulls from ${plugin.registry} with its in-tree credentials, and ${plugin.name} is in none of ${PLUGIN_DIRS.join(', ')}`,
+    );
+  }
+  const argFile = plugin.argFromFlag ? flags.get(plugin.argFromFlag) : undefined;
+  return {
+    flags: {
+      [PLUGIN_CONFIG_FLAG]: PLUGIN_CONFIG_PATH,
+      [PLUGIN_BIN_DIR_FLAG]: dir,
+      ...(plugin.argFromFlag ? { [plugin.argFromFlag]: null } : {}),
+    },
+    config: credentialProviderConfig(plugin, wanted.minor, argFile),
+  };
 }
 
 export async function setFlags(request: SetFlagsRequest, env: AgentEnvironment): Promise<AgentResult> {
