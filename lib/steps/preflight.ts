@@ -33,6 +33,7 @@ import {
 } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import { CONTROL_PLANE_MANIFESTS, KCM_MANIFEST } from './edits.ts';
+import { type PinnedEndpoint, pinnedEndpoint, pinnedNote, restartOrder } from './endpoint.ts';
 import { readClusterConfiguration, readKubeletConfiguration } from './kubeadm-config.ts';
 import { decideLeaderMigration } from './leader-migration.ts';
 import type { LeaderMigrationDecision, PreflightResult, UpgradeOptions } from './schemas.ts';
@@ -456,6 +457,8 @@ export interface ClusterExamination {
    * name, its host's or an override the provider ignored): the flip pins --hostname-override to keep it.
    */
   readonly renamedOffInTree: Record<string, string>;
+  /** The control-plane node the API endpoint is, when it is one (last in controlPlaneNodes). */
+  readonly endpoint?: PinnedEndpoint;
 }
 
 export type ExamineContext = Pick<
@@ -485,7 +488,9 @@ export async function examineCluster(
     const notReady = (await listNodes(ctx)).filter((n) => !isNodeReady(n)).map(nodeName);
     throw notReady.length > 0 ? new PreflightFailedError(`nodes not Ready: ${listOf(notReady)}`) : err;
   });
-  const controlPlaneNodes = nodes.filter(isControlPlane).map(nodeName).sort();
+  const endpoint = await pinnedEndpoint(ctx, nodes);
+  // The endpoint's own node restarts last: the others have taken the same edit by then.
+  const controlPlaneNodes = restartOrder(nodes.filter(isControlPlane).map(nodeName).sort(), endpoint);
   const workerNodes = nodes
     .filter((n) => !isControlPlane(n))
     .map(nodeName)
@@ -530,6 +535,7 @@ export async function examineCluster(
     awaitingCcm: awaiting.map(nodeName),
     renamedOffInTree: renamed,
     backups,
+    ...(endpoint ? { endpoint } : {}),
   };
 }
 
@@ -685,6 +691,7 @@ export async function preflight(
           `${exam.provider} ${exam.kubernetesVersion}, ${exam.nodes.length} nodes`,
           installNote(exam),
           pinNote(exam),
+          exam.endpoint && pinnedNote(exam.endpoint),
           leaderMigration.reason,
         ]
           .filter(Boolean)
