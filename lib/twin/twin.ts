@@ -252,6 +252,11 @@ export async function startTwin(opts: TwinOptions): Promise<RunningTwin> {
     answer: nodeAnswer,
     upstream: { host, port: api.port },
     host,
+  }).catch(async (err: unknown) => {
+    await stopAll(api);
+    throw new TwinStartError(`the twin's node network could not listen: ${(err as Error).message}`, {
+      cause: err,
+    });
   });
   const nodeKubeconfigPaths: Record<string, string> = {};
   for (const p of controlPlane) {
