@@ -8,6 +8,7 @@
  */
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { parseFlags } from '../controlplane/flags.ts';
+import { PreflightFailedError } from '../errors.ts';
 import { call } from '../kube/errors.ts';
 import { acrossOutages } from '../kube/wait.ts';
 import {
@@ -55,8 +56,9 @@ function nodeAddresses(node: V1Node, apiServer: V1Pod | undefined): [address: st
     try {
       const advertised = parseFlags(commandLine(apiServer)).get('advertise-address');
       if (advertised) found.push([advertised, 'kube-apiserver --advertise-address']);
-    } catch {
+    } catch (err) {
       // A pod whose kube-apiserver container cannot be told says nothing of its address.
+      if (!(err instanceof PreflightFailedError)) throw err;
     }
   }
   return found.map(([address, by]) => [address.toLowerCase(), by]);

@@ -64,6 +64,16 @@ describe('pinnedNodeOf', () => {
     });
   });
 
+  it('reads no flag of a pod whose kube-apiserver container it cannot tell, and still matches its node', () => {
+    const pod = apiServer('cp-1', { advertise: '192.168.1.11' });
+    const sidecars = {
+      ...pod,
+      spec: { nodeName: 'cp-1', containers: [{ name: 'proxy' }, { name: 'kms', command: ['kms'] }] },
+    };
+    expect(pinnedNodeOf('https://192.168.1.11:6443', NODES, [sidecars])).toBeUndefined();
+    expect(pinnedNodeOf('https://10.0.0.11:6443', NODES, [sidecars])?.node).toBe('cp-1');
+  });
+
   it('cannot tell a load balancer, a name no node carries, two nodes with the address, or no URL', () => {
     expect(pinnedNodeOf('https://api.example.com:6443', NODES, [])).toBeUndefined();
     expect(pinnedNodeOf('https://10.0.0.100:6443', NODES, [])).toBeUndefined();
