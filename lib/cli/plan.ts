@@ -2,6 +2,7 @@
 import type { KubeClients } from '../kube/clients.ts';
 import { planUpgrade, type UpgradePlan } from '../local/plan.ts';
 import { describeImage } from '../providers/image-overrides.ts';
+import { pinnedNote } from '../steps/endpoint.ts';
 import { credentialsNote } from '../steps/image-credentials.ts';
 import { pinNote } from '../steps/preflight.ts';
 import type { UpgradeOptions } from '../steps/schemas.ts';
@@ -17,8 +18,10 @@ export function renderPlan(clusterId: string, server: string, plan: UpgradePlan)
     `  leader migration ${plan.leaderMigration.enabled ? 'on' : 'off'}: ${plan.leaderMigration.reason}`,
     '',
   ];
+  const endpoint = e.endpoint && pinnedNote(e.endpoint);
   const credentials = credentialsNote(e.imageCredentials, e.kubernetesVersion);
-  lines.push(...[plan.action, pinNote(e), credentials].filter((l) => l !== undefined), '');
+  const notes = [plan.action, pinNote(e), endpoint, credentials];
+  lines.push(...notes.filter((l) => l !== undefined), '');
   lines.push(`node files (${plan.files.length} to change):`);
   for (const f of plan.files) lines.push(`--- ${f.node}:${f.path}`, f.diff.trimEnd(), '');
   lines.push(`objects (server-side apply, field manager ccm-migrate):`);

@@ -25,6 +25,10 @@ function describe(twin: RunningTwin): string {
       ? `  API server:  ${twin.url} (a real kube-apiserver ${twin.realApi.version} and etcd; this address is the twin's proxy, which adds availability and faults)`
       : `  API server:  ${twin.url} (the twin's in-process API server)`,
     `  kubeconfig:  ${twin.kubeconfigPath}`,
+    ...Object.entries(twin.nodeKubeconfigPaths).map(
+      ([node, file]) =>
+        `               ${file} (through ${node} alone: down while its kube-apiserver restarts)`,
+    ),
     `  state dir:   ${twin.stateDir} (node files under nodes/<node>/, violations in invariants.jsonl)`,
     '',
     'Try:',

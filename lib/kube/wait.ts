@@ -12,6 +12,7 @@
 import { ClusterUnreachableError, KubeApiThrottledError } from '../errors.ts';
 import type { KubeClients } from './clients.ts';
 import type { Deadline } from './deadline.ts';
+import { call } from './errors.ts';
 
 export interface WaitOptions {
   readonly waitMs: number;
@@ -155,4 +156,32 @@ export async function latest<O>(
 ): Promise<O | undefined> {
   if (!event) return read();
   return event.type === 'DELETED' ? undefined : (event.object as O);
+}
+
+/**
+ * Run `work` through outages of the API endpoint itself: when it fails unreachable (the one kube-apiserver
+ * these clients reach is restarting, as `work` itself may have caused), wait for the server to answer again
+ * and run `work` again, for as long as the invocation's deadline allows (then DeadlineReached: the step
+ * resumes in a new invocation). `work` must be idempotent.
+ */
+export async function acrossOutages<T>(
+  clients: Pick<KubeClients, 'server' | 'version'>,
+  work: () => Promise<T>,
+  opts: WaitOptions,
+): Promise<T> {
+  for (;;) {
+    try {
+      return await work();
+    } catch (err) {
+      if (!(err instanceof ClusterUnreachableError)) throw err;
+      await waitFor(
+        `the API server at ${clients.server} to answer again`,
+        async () => {
+          await call(`reach the API server at ${clients.server}`, () => clients.version.getCode());
+          return true;
+        },
+        { ...opts, waitMs: opts.deadline.remainingMs() },
+      );
+    }
+  }
 }

@@ -14,6 +14,7 @@ import {
   toExternalKubelet,
   toExternalStaticPods,
 } from './edits.ts';
+import { acrossOwnRestart } from './endpoint.ts';
 import { LEADER_MIGRATION_FLAG } from './leader-migration.ts';
 import type { NodeEvent } from './schemas.ts';
 import { loadSnapshot } from './snapshot-store.ts';
@@ -51,6 +52,17 @@ export async function moveControlPlaneNode(
   const edits = enabling
     ? ENABLE_LEADER_MIGRATION_STATIC_PODS
     : toExternalStaticPods(await loadSnapshot(ctx, event));
+  const move = () => editAndWait(event, ctx, edits);
+  if (!edits.some((e) => e.path === KAS_MANIFEST)) return move();
+  return acrossOwnRestart(ctx, 'move-control-plane-node', event.node, move);
+}
+
+async function editAndWait(
+  event: NodeEvent,
+  ctx: StepContext,
+  edits: readonly StaticPodEdit[],
+): Promise<{ changed: boolean }> {
+  const enabling = event.phase === 'enable-leader-migration';
   const result = await ctx.agent(event.node, {
     op: 'set-flags',
     runId: event.runId,

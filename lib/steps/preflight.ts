@@ -34,6 +34,7 @@ import {
 } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import { CONTROL_PLANE_MANIFESTS, KCM_MANIFEST } from './edits.ts';
+import { type PinnedEndpoint, pinnedEndpoint, pinnedNote, restartOrder } from './endpoint.ts';
 import {
   credentialsNote,
   type ImageCredentialsPlan,
@@ -472,6 +473,8 @@ export interface ClusterExamination {
    * name, its host's or an override the provider ignored): the flip pins --hostname-override to keep it.
    */
   readonly renamedOffInTree: Record<string, string>;
+  /** The control-plane node the API endpoint is, when it is one (last in controlPlaneNodes). */
+  readonly endpoint?: PinnedEndpoint;
   /** What the flip does to each kubelet's image credentials. */
   readonly imageCredentials: ImageCredentialsPlan;
 }
@@ -503,7 +506,9 @@ export async function examineCluster(
     const notReady = (await listNodes(ctx)).filter((n) => !isNodeReady(n)).map(nodeName);
     throw notReady.length > 0 ? new PreflightFailedError(`nodes not Ready: ${listOf(notReady)}`) : err;
   });
-  const controlPlaneNodes = nodes.filter(isControlPlane).map(nodeName).sort();
+  const endpoint = await pinnedEndpoint(ctx, nodes);
+  // The endpoint's own node restarts last: the others have taken the same edit by then.
+  const controlPlaneNodes = restartOrder(nodes.filter(isControlPlane).map(nodeName).sort(), endpoint);
   const workerNodes = nodes
     .filter((n) => !isControlPlane(n))
     .map(nodeName)
@@ -555,6 +560,7 @@ export async function examineCluster(
     renamedOffInTree: renamed,
     imageCredentials,
     backups,
+    ...(endpoint ? { endpoint } : {}),
   };
 }
 
@@ -711,6 +717,7 @@ export async function preflight(
           `${exam.provider} ${exam.kubernetesVersion}, ${exam.nodes.length} nodes`,
           installNote(exam),
           pinNote(exam),
+          exam.endpoint && pinnedNote(exam.endpoint),
           credentialsNote(exam.imageCredentials, exam.kubernetesVersion),
           leaderMigration.reason,
         ]

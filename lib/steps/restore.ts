@@ -43,6 +43,7 @@ import {
   TO_EXTERNAL_KUBELET,
   toExternalKubeadm,
 } from './edits.ts';
+import { acrossOwnRestart } from './endpoint.ts';
 import { revertKubeadmConfig, revertKubeletConfigMap } from './kubeadm-config.ts';
 import { runsLeaderMigration } from './leader-migration.ts';
 import type { RestoreEvent, RestoreNodeEvent, Verification } from './schemas.ts';
@@ -138,6 +139,10 @@ export async function restoreControlPlaneNode(
   event: RestoreNodeEvent,
   ctx: StepContext,
 ): Promise<{ changed: boolean }> {
+  return acrossOwnRestart(ctx, 'restore-control-plane-node', event.node, () => restoreAndWait(event, ctx));
+}
+
+async function restoreAndWait(event: RestoreNodeEvent, ctx: StepContext): Promise<{ changed: boolean }> {
   const snapshot = await loadSnapshot(ctx, event);
   // The CCM's copy of the cloud config goes too (its backup is "absent"): the node's files end as before.
   const copy = snapshot.cloudConfigTranslation?.target;

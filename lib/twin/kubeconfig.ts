@@ -12,6 +12,8 @@ export interface TwinKubeconfigOptions {
   /** Cluster, user and context name. */
   readonly name: string;
   readonly server: string;
+  /** The proxy that reaches `server` (a node's own address through the twin's node network). */
+  readonly proxyUrl?: string;
   /** PEM: the CA to trust and the user's client certificate and key (a real-API twin). */
   readonly tls?: { readonly ca: string; readonly cert: string; readonly key: string };
 }
@@ -27,10 +29,12 @@ export function renderKubeconfig(opts: TwinKubeconfigOptions): string {
     clusters: [
       {
         name: opts.name,
-        cluster: tls
-          ? { server: opts.server, 'certificate-authority-data': b64(tls.ca) }
-          : // client-node 2.x refuses an http:// server unless TLS verification is explicitly off; kubectl ignores it.
-            { server: opts.server, 'insecure-skip-tls-verify': true },
+        cluster: {
+          server: opts.server,
+          ...(opts.proxyUrl ? { 'proxy-url': opts.proxyUrl } : {}),
+          // client-node 2.x refuses an http:// server unless TLS verification is explicitly off; kubectl ignores it.
+          ...(tls ? { 'certificate-authority-data': b64(tls.ca) } : { 'insecure-skip-tls-verify': true }),
+        },
       },
     ],
     users: [

@@ -5,6 +5,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { type NodeAnswer, type NodeNetwork, startNodeNetwork } from './api/node-network.ts';
 import { type ApiServer, startApiServer } from './api/server.ts';
 import { type CloudControllers, startCloudControllers } from './cloud/index.ts';
 import { CloudModel } from './cloud/model.ts';
@@ -56,6 +57,11 @@ export interface RunningTwin {
   readonly url: string;
   /** A kubeconfig for this twin, written once the API answered. */
   readonly kubeconfigPath: string;
+  /**
+   * By control-plane node, `<stateDir>/kubeconfig-<node>`: a kubeconfig whose server is that node's own
+   * address (reached through the twin's node network), which answers only while its kube-apiserver is up.
+   */
+  readonly nodeKubeconfigPaths: Readonly<Record<string, string>>;
   /** What the simulated cluster reads and writes: the in-process store, or the real server's cache. */
   readonly store: ClusterStore;
   readonly faults: Faults;
@@ -114,14 +120,19 @@ interface Backend {
   stop(): Promise<void>;
 }
 
-async function startBackend(opts: TwinOptions, stateDir: string, signal: AbortSignal): Promise<Backend> {
+async function startBackend(
+  opts: TwinOptions,
+  stateDir: string,
+  signal: AbortSignal,
+  controlPlaneIPs: readonly string[],
+): Promise<Backend> {
   if (!opts.realApi) {
     const store = new ObjectStore();
     seedObjects(store, opts.spec);
     return { store, stop: async () => {} };
   }
   const binaries = findRealBinaries(opts.spec.kubernetesVersion);
-  const pki = createClusterPki(path.join(stateDir, 'pki'));
+  const pki = createClusterPki(path.join(stateDir, 'pki'), controlPlaneIPs);
   const controlPlane = await startRealControlPlane({
     binaries,
     pki,
@@ -162,10 +173,16 @@ export async function startTwin(opts: TwinOptions): Promise<RunningTwin> {
   const abort = new AbortController();
   const startedAt = Date.now();
   const faults = new Faults(opts.spec.faults, { startedAt });
-  const backend = await startBackend(opts, stateDir, abort.signal);
+  const cloud = new CloudModel(opts.spec);
+  const controlPlane = cloud.placements().filter((p) => p.role === 'control-plane');
+  const backend = await startBackend(
+    opts,
+    stateDir,
+    abort.signal,
+    controlPlane.map((p) => p.ip),
+  );
   const { store, real } = backend;
   const ctx: TwinContext = { spec: opts.spec, store, stateDir, faults, signal: abort.signal, startedAt };
-  const cloud = new CloudModel(opts.spec);
 
   const nodes = await startNodes(ctx, cloud);
   const workloads: WorkloadControllers = startWorkloadControllers(ctx);
@@ -173,8 +190,17 @@ export async function startTwin(opts: TwinOptions): Promise<RunningTwin> {
   const apiAvailable = (): boolean => nodes.apiServerReady() && !faults.apiOutageAt();
   const monitor = startInvariantMonitor({ ctx, controllers, apiAvailable });
 
-  const stopAll = async (api?: ApiServer): Promise<void> => {
+  /** A node's own address answers on its kube-apiserver's port while that kube-apiserver is up. */
+  const nodeAnswer = (host: string, port: number): NodeAnswer => {
+    const placement = cloud.placements().find((p) => p.ip === host);
+    if (!placement) return 'unreachable';
+    const apiServer = nodes.apiServerOn(placement.name);
+    return apiServer?.port === port && apiServer.ready && !faults.apiOutageAt() ? 'open' : 'refused';
+  };
+
+  const stopAll = async (api?: ApiServer, network?: NodeNetwork): Promise<void> => {
     abort.abort();
+    await network?.close();
     await api?.close();
     await Promise.all([monitor.stop(), controllers.stop(), workloads.stop(), nodes.stop()]);
     await backend.stop();
@@ -219,12 +245,31 @@ export async function startTwin(opts: TwinOptions): Promise<RunningTwin> {
         : `no kube-apiserver static pod became Ready within ${timeoutMs} ms: check the control-plane nodes' /etc/kubernetes/manifests/kube-apiserver.yaml in the spec`,
     );
   }
+  const tls = real ? { tls: real.pki.admin } : {};
   const kubeconfigPath = path.join(stateDir, 'kubeconfig');
-  await writeKubeconfig(kubeconfigPath, {
-    name: opts.spec.name,
-    server: api.url,
-    ...(real ? { tls: real.pki.admin } : {}),
+  await writeKubeconfig(kubeconfigPath, { name: opts.spec.name, server: api.url, ...tls });
+  const network = await startNodeNetwork({
+    answer: nodeAnswer,
+    upstream: { host, port: api.port },
+    host,
+  }).catch(async (err: unknown) => {
+    await stopAll(api);
+    throw new TwinStartError(`the twin's node network could not listen: ${(err as Error).message}`, {
+      cause: err,
+    });
   });
+  const nodeKubeconfigPaths: Record<string, string> = {};
+  for (const p of controlPlane) {
+    const file = path.join(stateDir, `kubeconfig-${p.name}`);
+    const port = nodes.apiServerOn(p.name)?.port ?? 6443;
+    await writeKubeconfig(file, {
+      name: `${opts.spec.name}-${p.name}`,
+      server: `${real ? 'https' : 'http'}://${p.ip}:${port}`,
+      proxyUrl: network.url,
+      ...tls,
+    });
+    nodeKubeconfigPaths[p.name] = file;
+  }
 
   let stopped: Promise<void> | undefined;
   return {
@@ -232,6 +277,7 @@ export async function startTwin(opts: TwinOptions): Promise<RunningTwin> {
     stateDir,
     url: api.url,
     kubeconfigPath,
+    nodeKubeconfigPaths,
     store,
     faults,
     cloud,
@@ -244,7 +290,7 @@ export async function startTwin(opts: TwinOptions): Promise<RunningTwin> {
       : undefined,
     apiAvailable,
     stop: () => {
-      stopped ??= stopAll(api);
+      stopped ??= stopAll(api, network);
       return stopped;
     },
   };

@@ -4,16 +4,18 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { BIN, commandProcesses } from './cli-process.ts';
 
 const run = promisify(execFile);
 const SPEC = fileURLToPath(new URL('../fixtures/twins/aws-mini.yaml', import.meta.url));
+const HA_SPEC = fileURLToPath(new URL('../fixtures/twins/aws-ha-mini.yaml', import.meta.url));
 const KUBECTL = '/usr/bin/kubectl';
 
 let dir: string | undefined;
@@ -38,6 +40,33 @@ describe('ccm-migrate twin serve', () => {
     served.process.kill('SIGTERM');
     expect(await served.exit).toBe(0);
     expect(served.out()).toContain('twin stopped');
+  });
+
+  it('writes a kubeconfig per control-plane node whose server is that node’s own address', async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'ccm-migrate-cli-'));
+    const stateDir = path.join(dir, 'state');
+    const served = await startUntil(['twin', 'serve', '--spec', HA_SPEC, '--state-dir', stateDir], 'Ctrl-C');
+    for (const node of ['cp-1', 'cp-2', 'cp-3']) {
+      const file = path.join(stateDir, `kubeconfig-${node}`);
+      expect(served.out()).toContain(`${file} (through ${node} alone`);
+      const cluster = parse(await readFile(file, 'utf8')).clusters[0].cluster;
+      expect(cluster['proxy-url']).toMatch(/^socks5:\/\/127\.0\.0\.1:\d+$/);
+      if (!existsSync(KUBECTL)) continue;
+      // kubectl reaches the API through the node's address, and that address is the node's InternalIP.
+      const { stdout } = await run(KUBECTL, [
+        '--kubeconfig',
+        file,
+        'get',
+        'node',
+        node,
+        '-o',
+        'jsonpath={.status.addresses[?(@.type=="InternalIP")].address}',
+      ]);
+      expect(new URL(cluster.server).hostname).toBe(stdout.trim());
+    }
+    expect(existsSync(path.join(stateDir, 'kubeconfig-worker-1'))).toBe(false);
+    served.process.kill('SIGTERM');
+    expect(await served.exit).toBe(0);
   });
 
   it('rejects a bad spec with the field path and exit code 2, without a stack trace', async () => {

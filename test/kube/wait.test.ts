@@ -1,12 +1,19 @@
 /**
  * waitFor's watch only wakes it early: a watch that cannot be opened, or that drops, leaves the poll to
- * find the change; a change the watch reports ends the wait before the poll would.
+ * find the change; a change the watch reports ends the wait before the poll would. acrossOutages runs
+ * its work again after the API server is back, until the invocation's deadline.
  */
 import type { Watch } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { DeadlineReachedError, NotReadyYetError } from '../../lib/errors.ts';
+import {
+  AgentFailedError,
+  ClusterUnreachableError,
+  DeadlineReachedError,
+  NotReadyYetError,
+} from '../../lib/errors.ts';
+import type { KubeClients } from '../../lib/kube/clients.ts';
 import { Deadline } from '../../lib/kube/deadline.ts';
-import { waitFor } from '../../lib/kube/wait.ts';
+import { acrossOutages, waitFor } from '../../lib/kube/wait.ts';
 
 const UNBOUNDED = Deadline.in(Number.POSITIVE_INFINITY);
 
@@ -76,5 +83,64 @@ describe('waitFor', () => {
     await expect(waitFor('never again', async () => false, opts)).rejects.toBeInstanceOf(
       DeadlineReachedError,
     );
+  });
+});
+
+/** An API server that is gone for the first `downFor` looks at its version. */
+function serverDownFor(downFor: number): Pick<KubeClients, 'server' | 'version'> & { looks(): number } {
+  let looks = 0;
+  const refused = Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } });
+  return {
+    server: 'https://10.0.0.11:6443',
+    version: {
+      getCode: async () => {
+        if (++looks <= downFor) throw refused;
+        return { gitVersion: 'v1.26.15' };
+      },
+    } as unknown as KubeClients['version'],
+    looks: () => looks,
+  };
+}
+
+describe('acrossOutages', () => {
+  it('waits for the API server to answer again and runs the work again', async () => {
+    const clients = serverDownFor(3);
+    let runs = 0;
+    const result = await acrossOutages(
+      clients,
+      async () => {
+        if (++runs === 1) throw new ClusterUnreachableError('create Job: the API server did not answer');
+        return 'done';
+      },
+      { waitMs: 10, pollMs: 5, deadline: UNBOUNDED },
+    );
+    expect(result).toBe('done');
+    expect(runs).toBe(2);
+    // Past the step's own wait bound (10 ms): the outage may last the invocation's time.
+    expect(clients.looks()).toBe(4);
+  });
+
+  it('gives up at the invocation’s deadline with DeadlineReached, and lets other failures through', async () => {
+    const unreachable = async () => {
+      throw new ClusterUnreachableError('read Job: the API server did not answer');
+    };
+    await expect(
+      acrossOutages(serverDownFor(Number.POSITIVE_INFINITY), unreachable, {
+        waitMs: 10,
+        pollMs: 5,
+        deadline: Deadline.in(100),
+      }),
+    ).rejects.toBeInstanceOf(DeadlineReachedError);
+    const clients = serverDownFor(0);
+    await expect(
+      acrossOutages(
+        clients,
+        async () => {
+          throw new AgentFailedError('agent on node cp-1: no such file');
+        },
+        { waitMs: 10, pollMs: 5, deadline: UNBOUNDED },
+      ),
+    ).rejects.toBeInstanceOf(AgentFailedError);
+    expect(clients.looks()).toBe(0);
   });
 });

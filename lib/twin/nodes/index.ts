@@ -46,6 +46,8 @@ export interface JoinOptions {
 export interface NodeSimulation {
   /** Whether some kube-apiserver static pod is Running and Ready now (the twin's API answers only then). */
   apiServerReady(): boolean;
+  /** This node's kube-apiserver static pod: its port and whether it is Ready; undefined when it runs none. */
+  apiServerOn(node: string): { readonly port: number; readonly ready: boolean } | undefined;
   /**
    * Why no kube-apiserver can ever become Ready, when that is so: on every control-plane node, the kubelet
    * exits at start or the kube-apiserver crash-loops on its flags (each named with its node); undefined
@@ -361,6 +363,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
 
   return {
     apiServerReady: () => staticPods.apiServerReady(),
+    apiServerOn: (node) => staticPods.apiServerOn(node),
     apiServerBlocked,
     restartKubelet,
     kubelet: (node) => {

@@ -88,6 +88,18 @@ export class StaticPodRunner {
   }
 
   /**
+   * This node's kube-apiserver: the port it serves on at the node's address, and whether it is Running and
+   * Ready (only then does that address answer); undefined when the node runs none.
+   */
+  apiServerOn(node: string): { readonly port: number; readonly ready: boolean } | undefined {
+    for (const slot of this.#nodes.get(node)?.slots.values() ?? []) {
+      if (!slot.running.apiServer) continue;
+      return { port: slot.running.securePort ?? 6443, ready: this.#readyApiServers.has(slot) };
+    }
+    return undefined;
+  }
+
+  /**
    * Why the kube-apiserver static pod of this node cannot run, when it crash-loops on its flags; undefined
    * when it runs, is starting, or the node has none.
    */

@@ -45,6 +45,8 @@ export interface StaticPod {
   readonly mirror: KubeObject;
   /** Whether it is a kube-apiserver (the twin's API answers while one is Ready). */
   readonly apiServer: boolean;
+  /** The port a kube-apiserver serves on, its node's own address (--secure-port, 6443 by default). */
+  readonly securePort?: number;
   /** The error its binary exits with, when its flags are invalid for the cluster version. */
   readonly problem?: string;
 }
@@ -170,7 +172,23 @@ export function parseStaticPod(
   };
   const problem = flagProblem(spec.containers, version);
   const apiServer = runsApiServer(meta.name as string, labels, spec.containers);
-  return { file, hash, namespace, name, mirror, apiServer, ...(problem ? { problem } : {}) };
+  return {
+    file,
+    hash,
+    namespace,
+    name,
+    mirror,
+    apiServer,
+    ...(apiServer ? { securePort: securePort(spec.containers) } : {}),
+    ...(problem ? { problem } : {}),
+  };
+}
+
+/** kube-apiserver's --secure-port (its default, 6443, when absent or not a port). */
+function securePort(containers: readonly ManifestContainer[]): number {
+  const c = containers.find((k) => containerComponent(k) === 'kube-apiserver');
+  const port = Number(readCommandLine([...(c?.command ?? []), ...(c?.args ?? [])]).flags.get('secure-port'));
+  return Number.isInteger(port) && port > 0 && port < 65536 ? port : 6443;
 }
 
 /** Whether a pod runs kube-apiserver: by its name, its `component` label or a container. */

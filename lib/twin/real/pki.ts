@@ -108,7 +108,8 @@ function makeSigned(
 
 const CLIENT_EXT = 'keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth';
 
-export function createClusterPki(dir: string): ClusterPki {
+/** `nodeIPs`: the control-plane nodes' addresses, which the serving certificate names as kubeadm's does. */
+export function createClusterPki(dir: string, nodeIPs: readonly string[] = []): ClusterPki {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const read = (file: string): string => readFileSync(path.join(dir, file), 'utf8');
   makeCa(dir, 'ca', 'kubernetes');
@@ -120,7 +121,7 @@ export function createClusterPki(dir: string): ClusterPki {
     extensions: [
       'keyUsage=critical,digitalSignature,keyEncipherment',
       'extendedKeyUsage=serverAuth',
-      'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1',
+      `subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1${nodeIPs.map((ip) => `,IP:${ip}`).join('')}`,
     ].join('\n'),
   });
   makeSigned(dir, {
