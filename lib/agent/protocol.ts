@@ -165,6 +165,11 @@ export const AgentResultSchema = z.object({
    */
   credentialsSecret: z.object({ name: z.string(), namespace: z.string() }).optional(),
   /**
+   * translate-cloud-config: the in-tree config's `[LoadBalancer] use-octavia`, as gcfg reads it; absent when
+   * the config does not set it.
+   */
+  useOctavia: z.boolean().optional(),
+  /**
    * inspect: what a kubelet off the in-tree provider would name its Node after: the host's own name and
    * the --hostname-override its flag sources give, if any.
    */

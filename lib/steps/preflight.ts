@@ -276,6 +276,19 @@ interface CloudConfigTranslationPlan {
 }
 
 /**
+ * `[LoadBalancer] use-octavia = false` sent the in-tree provider's load balancers to Neutron LBaaS, which
+ * OCCM does not speak (it dropped Neutron LBaaS, PROVIDER-FACTS.md §5): carried over, the key would be
+ * ignored and the CCM would manage every LoadBalancer Service through Octavia, where none of them is.
+ */
+function refuseNeutronLbaas(source: string, nodes: readonly string[]): void {
+  if (nodes.length === 0) return;
+  throw new PreflightFailedError(
+    `${listOf(nodes.map((n) => `${n}:${source}`))} sets [LoadBalancer] use-octavia = false (Neutron LBaaS), and the external OpenStack cloud-controller-manager speaks only Octavia: ` +
+      'move the load balancers to Octavia (use-octavia = true, or the key removed, on every node) and run again',
+  );
+}
+
+/**
  * Whether the in-tree cloud config needs a copy the CCM can read (OpenStack's `[Global] secret-name`,
  * which OCCM ignores), asked of every control-plane node's agent in a dry run: the agents answer with the
  * Secret's name only. The nodes must agree, and the Secret must be in the CCM's namespace, the only one
@@ -306,9 +319,14 @@ async function planCloudConfigTranslation(
         });
         const secret = result.credentialsSecret;
         const copies = result.files.filter((f) => f.changed).map((f) => ({ node, path: f.path }));
-        return { node, secret, ref: secret && `${secret.namespace}/${secret.name}`, copies };
+        const ref = secret && `${secret.namespace}/${secret.name}`;
+        return { node, secret, ref, copies, useOctavia: result.useOctavia };
       }),
     ),
+  );
+  refuseNeutronLbaas(
+    source,
+    named.filter((n) => n.useOctavia === false).map((n) => n.node),
   );
   if (new Set(named.map((n) => n.ref)).size > 1) {
     const described = named.map((n) => `${n.node}: ${n.ref ?? 'none'}`);
