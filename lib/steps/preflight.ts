@@ -20,8 +20,14 @@ import { waitFor } from '../kube/wait.ts';
 import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
 import { ccmImageFor, neverInTree, PROVIDERS, type ProviderId, providerFacts } from '../providers/catalog.ts';
 import { checkImageOverrides, type ImageOverrides } from '../providers/image-overrides.ts';
+import {
+  type AddressPrediction,
+  type NodeAddress,
+  predictNodeAddresses,
+} from '../providers/node-addresses.ts';
 import { kcmNodeNetwork, type NodeNetwork } from '../providers/node-network.ts';
 import { detectProvider, parseProviderID } from '../providers/provider-id.ts';
+import { addressChangesOf, addressNote, expectedAddresses } from './address-plan.ts';
 import { inTreeCloudConfigPath, renderCcm } from './ccm.ts';
 import {
   type ClusterAccess,
@@ -58,7 +64,7 @@ function listOf(names: readonly string[], max = 10): string {
     : `${names.slice(0, max).join(', ')} and ${names.length - max} more`;
 }
 
-function factsOf(node: V1Node): NodeFacts {
+function factsOf(node: V1Node, predicted: NodeAddress[] | undefined): NodeFacts {
   const labels: Record<string, string> = {};
   for (const key of TOPOLOGY_LABELS) {
     const value = node.metadata?.labels?.[key];
@@ -69,6 +75,7 @@ function factsOf(node: V1Node): NodeFacts {
     ...(node.spec?.providerID ? { providerID: node.spec.providerID } : {}),
     labels,
     addresses: (node.status?.addresses ?? []).map((a) => ({ type: a.type, address: a.address })),
+    ...(predicted ? { predictedAddresses: predicted } : {}),
   };
 }
 
@@ -80,9 +87,16 @@ async function inspectNodes(
   runId: string,
   nodes: readonly V1Node[],
   backupsOf: string | undefined,
-): Promise<{ files: Files; backups: BackupDigests; renamed: Record<string, string>; unedited: string[] }> {
+): Promise<{
+  files: Files;
+  backups: BackupDigests;
+  renamed: Record<string, string>;
+  unedited: string[];
+  nodeIPs: Record<string, string>;
+}> {
   const limit = pLimit(INSPECT_CONCURRENCY);
   const files: Files = {};
+  const nodeIPs: Record<string, string> = {};
   const backups: BackupDigests = {};
   const renamed: Record<string, string> = {};
   const unedited: string[] = [];
@@ -99,6 +113,7 @@ async function inspectNodes(
     if (result.backups) backups[name] = result.backups;
     const external = result.host && externalNodeName(result.host.hostname, result.host.hostnameOverride);
     if (external && external !== name) renamed[name] = external;
+    if (result.host?.nodeIP !== undefined) nodeIPs[name] = result.host.nodeIP;
     unedited.push(...uneditedKubeletFlags(name, result.kubeletFlags));
     ctx.progress({ step: 'preflight', node: name, message: 'inspected' });
   };
@@ -106,7 +121,7 @@ async function inspectNodes(
   const [first, ...rest] = nodes;
   if (first) await inspect(first);
   await Promise.all(rest.map((node) => limit(() => inspect(node))));
-  return { files, backups, renamed, unedited };
+  return { files, backups, renamed, unedited, nodeIPs };
 }
 
 /**
@@ -470,6 +485,11 @@ export interface ClusterExamination {
   /** What the run named by `backupsOf` backed up on each node (a downgrade's way back). */
   readonly backups: BackupDigests;
   /**
+   * Each node's addresses once the CCM sets them (from the Node's addresses now and the --node-ip its
+   * kubelet restarts with, as the CCM of the image's minor reads them), or why it never would.
+   */
+  readonly predictedAddresses: Record<string, AddressPrediction>;
+  /**
    * Nodes whose kubelet would register as another Node once off the in-tree provider (by node: that
    * name, its host's or an override the provider ignored): the flip pins --hostname-override to keep it.
    */
@@ -513,7 +533,12 @@ export async function examineCluster(
       'no node is labelled node-role.kubernetes.io/control-plane: not a kubeadm-style cluster',
     );
   }
-  const { files, backups, renamed, unedited } = await inspectNodes(ctx, runId, nodes, opts.backupsOf);
+  const { files, backups, renamed, unedited, nodeIPs } = await inspectNodes(
+    ctx,
+    runId,
+    nodes,
+    opts.backupsOf,
+  );
   refuseUnreadable(files, controlPlaneNodes);
   if (unedited.length > 0) {
     throw new PreflightFailedError(
@@ -524,7 +549,7 @@ export async function examineCluster(
   const provider = chooseProvider(nodes, files, options.provider);
   checkImageOverrides(provider, options.images);
   const { inTreeName } = providerFacts(provider);
-  const { image } = ccmImageFor(provider, version.gitVersion);
+  const { image, minor: ccmMinor } = ccmImageFor(provider, version.gitVersion);
   const left = inTreeLeft(files, inTreeName);
   const awaiting = nodesAwaitingCcm(nodes, provider, left);
   checkNodeIdentity(nodes, provider, awaiting);
@@ -547,6 +572,13 @@ export async function examineCluster(
     externalAlready: externalAlready(files),
     awaitingCcm: awaiting.map(nodeName),
     renamedOffInTree: renamed,
+    predictedAddresses: Object.fromEntries(
+      nodes.map((n) => {
+        const current = (n.status?.addresses ?? []).map(({ type, address }) => ({ type, address }));
+        const nodeIP = nodeIPs[nodeName(n)];
+        return [nodeName(n), predictNodeAddresses({ minor: ccmMinor, current, nodeIP })];
+      }),
+    ),
     backups,
   };
 }
@@ -556,6 +588,11 @@ export function pinNote(exam: Pick<ClusterExamination, 'renamedOffInTree'>): str
   const pins = Object.entries(exam.renamedOffInTree).map(([node, other]) => `${node} (else ${other})`);
   if (pins.length === 0) return undefined;
   return `--hostname-override keeps the Node name of ${pins.length} kubelet(s) whose host names another: ${listOf(pins, 5)}`;
+}
+
+/** The CCM in words, for messages: "the AWS cloud-controller-manager". */
+export function ccmName(provider: ProviderId): string {
+  return `${providerFacts(provider).displayName} cloud-controller-manager`;
 }
 
 /** What the run does on a cluster external from birth, in words (progress output, plan); undefined elsewhere. */
@@ -666,11 +703,12 @@ export async function preflight(
     await ctx.store.setSnapshotOnce(event.clusterId, event.runId, previous.snapshot);
     ctx.progress({ step: 'preflight', message: `continuing the half-done upgrade of run ${previous.runId}` });
   }
+  const expected = expectedAddresses(exam.predictedAddresses, ccmName(exam.provider));
   const snapshot: Snapshot = {
     takenAt: new Date().toISOString(),
     ...ccmSnapshotFields(exam, event.options),
     ccmImage: exam.ccmImage,
-    nodes: Object.fromEntries(exam.nodes.map((n) => [nodeName(n), factsOf(n)])),
+    nodes: Object.fromEntries(exam.nodes.map((n) => [nodeName(n), factsOf(n, expected[nodeName(n)])])),
     loadBalancers: await loadBalancers(ctx),
   };
   const clusterConfiguration = await readClusterConfiguration(ctx);
@@ -703,6 +741,7 @@ export async function preflight(
           `${exam.provider} ${exam.kubernetesVersion}, ${exam.nodes.length} nodes`,
           installNote(exam),
           pinNote(exam),
+          addressNote(addressChangesOf(exam.nodes, expected)),
           leaderMigration.reason,
         ]
           .filter(Boolean)

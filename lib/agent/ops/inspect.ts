@@ -7,6 +7,7 @@ import {
   hostnameOverrideOf,
   KUBELET_FILES,
   kubeletSourceArgs,
+  nodeIPAfterRestart,
 } from '../../controlplane/kubelet-sources.ts';
 import { backupDigests, decodeText, readHostBytes } from '../files.ts';
 import type { AgentResult, ParsedAgentRequest } from '../protocol.ts';
@@ -33,13 +34,18 @@ export async function inspect(
   }
   const hostnameOverride = hostnameOverrideOf(texts);
   const running = await env.kubeletCommandLine();
+  const nodeIP = nodeIPAfterRestart(texts, running?.slice(1));
   return {
     op: 'inspect',
     ok: true,
     changed: false,
     restartKubelet: false,
     files: [...asked, ...kubelet.filter((f) => f.exists)],
-    host: { hostname: await env.hostname(), ...(hostnameOverride === undefined ? {} : { hostnameOverride }) },
+    host: {
+      hostname: await env.hostname(),
+      ...(hostnameOverride === undefined ? {} : { hostnameOverride }),
+      ...(nodeIP === undefined ? {} : { nodeIP }),
+    },
     ...(running
       ? {
           kubeletFlags: {
