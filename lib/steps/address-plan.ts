@@ -62,16 +62,15 @@ export function addressNote(changes: readonly AddressChange[]): string | undefin
 /** One line per changed node (`node: - InternalIP a, + ExternalIP b`), and how many stay as they are. */
 export function describeAddressChanges(changes: readonly AddressChange[], nodeCount: number): string[] {
   if (changes.length === 0) return ['node addresses after the flip: unchanged on every node'];
-  const lines = changes.map(({ node, added, removed }) =>
-    [
+  const line = ({ node, added, removed }: AddressChange): string =>
+    `  ${node}: ${[
       ...removed.map((a) => `- ${describeAddresses([a])}`),
       ...added.map((a) => `+ ${describeAddresses([a])}`),
-    ].join(', '),
-  );
+    ].join(', ')}`;
   const unchanged = nodeCount - changes.length;
   return [
     `node addresses after the flip (as the cloud-controller-manager sets them), ${changes.length} node(s) change:`,
-    ...changes.map((c, i) => `  ${c.node}: ${lines[i]}`),
+    ...changes.map(line),
     ...(unchanged > 0 ? [`  the addresses of ${unchanged} other node(s) unchanged`] : []),
   ];
 }
