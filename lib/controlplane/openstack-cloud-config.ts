@@ -57,6 +57,10 @@ const GCFG_FALSE = new Set(['false', 'no', 'off', '0']);
 /**
  * `[LoadBalancer] use-octavia` as the in-tree provider read it, or undefined when the config does not set
  * it. Throws InvalidInputError (naming a line number) for text outside the INI subset.
+ * An absent key was false in-tree too (Go's zero value: legacy-cloud-providers openstack readConfig sets
+ * no default), the network endpoint's LBaaS API, yet it is carried over: only an explicit `false` says the
+ * operator chose Neutron LBaaS, and where neutron-lbaas is retired (OpenStack Train) such a provider
+ * created no load balancers to lose. A cloud still running neutron-lbaas is not told apart here.
  */
 export function openstackUsesOctavia(text: string): boolean | undefined {
   const loadBalancer = findSection(parseIni(text), 'LoadBalancer');
