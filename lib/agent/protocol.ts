@@ -174,10 +174,22 @@ export const AgentResultSchema = z.object({
    */
   credentialsSecret: z.object({ name: z.string(), namespace: z.string() }).optional(),
   /**
+   * translate-cloud-config: the in-tree config's `[LoadBalancer] use-octavia`, as gcfg reads it; absent when
+   * the config does not set it.
+   */
+  useOctavia: z.boolean().optional(),
+  /**
    * inspect: what a kubelet off the in-tree provider would name its Node after: the host's own name and
    * the --hostname-override its flag sources give, if any.
    */
-  host: z.object({ hostname: z.string(), hostnameOverride: z.string().optional() }).optional(),
+  host: z
+    .object({
+      hostname: z.string(),
+      hostnameOverride: z.string().optional(),
+      /** The --node-ip the kubelet starts with after a restart (the CCM narrows its addresses to it). */
+      nodeIP: z.string().optional(),
+    })
+    .optional(),
   /**
    * inspect: every value of the kubelet flags ccm-migrate changes (KUBELET_CHECKED_FLAGS) on the running
    * kubelet's command line (/proc) and in the flag files it edits; absent when no kubelet process runs.

@@ -2,6 +2,7 @@
 import type { KubeClients } from '../kube/clients.ts';
 import { planUpgrade, type UpgradePlan } from '../local/plan.ts';
 import { describeImage } from '../providers/image-overrides.ts';
+import { describeAddressChanges } from '../steps/address-plan.ts';
 import { pinnedNote } from '../steps/endpoint.ts';
 import { credentialsNote } from '../steps/image-credentials.ts';
 import { pinNote } from '../steps/preflight.ts';
@@ -22,6 +23,8 @@ export function renderPlan(clusterId: string, server: string, plan: UpgradePlan)
   const credentials = credentialsNote(e.imageCredentials, e.kubernetesVersion);
   const notes = [plan.action, pinNote(e), endpoint, credentials];
   lines.push(...notes.filter((l) => l !== undefined), '');
+  const nodes = e.controlPlaneNodes.length + e.workerNodes.length;
+  lines.push(...describeAddressChanges(plan.addresses, nodes), '');
   lines.push(`node files (${plan.files.length} to change):`);
   for (const f of plan.files) lines.push(`--- ${f.node}:${f.path}`, f.diff.trimEnd(), '');
   lines.push(`objects (server-side apply, field manager ccm-migrate):`);

@@ -151,6 +151,19 @@ export function hostnameOverrideOf(files: KubeletFiles): string | undefined {
 }
 
 /**
+ * The --node-ip the kubelet starts with after a restart: the flag files' (the last value wins), else the
+ * running command line's, where it came from a source the flip does not touch (a drop-in's ExecStart).
+ */
+export function nodeIPAfterRestart(
+  files: KubeletFiles,
+  running: readonly string[] | undefined,
+): string | undefined {
+  return (
+    parseFlags(kubeletSourceArgs(files)).get('node-ip') ?? (running && parseFlags(running).get('node-ip'))
+  );
+}
+
+/**
  * The Node name of a kubelet off the in-tree provider (cmd/kubelet/app/server.go, nodeutil.GetHostname):
  * --hostname-override, else the host's name, trimmed and lowercased. In-tree AWS and OpenStack named it
  * after the instance instead, so the two can differ once the provider is external.

@@ -10,6 +10,10 @@
  * OpenShift's other changes (max-shared-lb=1, manage-security-groups=true) are its own defaults, not a
  * format difference: a carried-over config keeps the behaviour it had.
  *
+ * `use-octavia = false` cannot be carried over: the in-tree provider then sent its load balancers to Neutron
+ * LBaaS, which OCCM does not speak (PROVIDER-FACTS.md §5); the orchestrator refuses such a config, and
+ * `openstackUsesOctavia` tells it.
+ *
  * Unlike OpenShift, any Secret name is accepted (its installer's stub is only one value); the namespace must
  * be the CCM's, which the orchestrator checks, since a pod mounts Secrets of its own namespace only.
  */
@@ -45,6 +49,23 @@ export interface OpenstackTranslation {
   /** The config OCCM reads. */
   readonly text: string;
   readonly secret: CredentialsSecretRef;
+}
+
+/** gcfg's booleans (gopkg.in/gcfg.v1 types/bool.go), matched case-insensitively; a bare key is true. */
+const GCFG_FALSE = new Set(['false', 'no', 'off', '0']);
+
+/**
+ * `[LoadBalancer] use-octavia` as the in-tree provider read it, or undefined when the config does not set
+ * it. Throws InvalidInputError (naming a line number) for text outside the INI subset.
+ * An absent key was false in-tree too (Go's zero value: legacy-cloud-providers openstack readConfig sets
+ * no default), the network endpoint's LBaaS API, yet it is carried over: only an explicit `false` says the
+ * operator chose Neutron LBaaS, and where neutron-lbaas is retired (OpenStack Train) such a provider
+ * created no load balancers to lose. A cloud still running neutron-lbaas is not told apart here.
+ */
+export function openstackUsesOctavia(text: string): boolean | undefined {
+  const loadBalancer = findSection(parseIni(text), 'LoadBalancer');
+  const value = loadBalancer && getKey(loadBalancer, 'use-octavia');
+  return value === undefined ? undefined : !GCFG_FALSE.has(value.toLowerCase());
 }
 
 /** The translated copy's path: next to the original, which stays for the way back. */

@@ -22,11 +22,13 @@ import { providerFacts } from '../providers/catalog.ts';
 import { type ContainerImage, renderedImages } from '../providers/image-overrides.ts';
 import { ccmNodeNetwork } from '../providers/node-network.ts';
 import { ccmDeploymentRef } from '../providers/render.ts';
+import { type AddressChange, addressChangesOf, expectedAddresses } from '../steps/address-plan.ts';
 import { type CcmSource, inTreeCloudConfigPath, renderCcm } from '../steps/ccm.ts';
 import { toExternalKubelet, toExternalStaticPods } from '../steps/edits.ts';
 import { pluginRequired } from '../steps/image-credentials.ts';
 import {
   type ClusterExamination,
+  ccmName,
   ccmSnapshotFields,
   examineCluster,
   installNote,
@@ -60,6 +62,8 @@ export interface UpgradePlan {
   readonly agentImage: string;
   readonly files: FileChange[];
   readonly objects: ObjectChange[];
+  /** The nodes whose addresses the CCM would change, as preflight predicts them. */
+  readonly addresses: AddressChange[];
 }
 
 export interface PlanOptions extends LocalContextOptions {
@@ -125,6 +129,7 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
   const runId = newRunId('plan');
   const ctx = localContext(opts);
   const exam = await examineCluster(ctx, runId, opts.options);
+  const expected = expectedAddresses(exam.predictedAddresses, ccmName(exam.provider));
   const { nodes: _nodes, files: _files, cloudConfigCopies, ...examination } = exam;
   const files: FileChange[] = [];
   for (const node of [...examination.controlPlaneNodes, ...examination.workerNodes]) {
@@ -169,6 +174,7 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
     agentImage: describeAgentImage(opts.agentImage),
     files,
     objects,
+    addresses: addressChangesOf(exam.nodes, expected),
   };
 }
 

@@ -21,8 +21,14 @@ import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
 import { ccmImageFor, neverInTree, PROVIDERS, type ProviderId, providerFacts } from '../providers/catalog.ts';
 import { PLUGIN_CONFIG_PATH } from '../providers/image-credentials.ts';
 import { checkImageOverrides, type ImageOverrides } from '../providers/image-overrides.ts';
+import {
+  type AddressPrediction,
+  type NodeAddress,
+  predictNodeAddresses,
+} from '../providers/node-addresses.ts';
 import { kcmNodeNetwork, type NodeNetwork } from '../providers/node-network.ts';
 import { detectProvider, parseProviderID } from '../providers/provider-id.ts';
+import { addressChangesOf, addressNote, expectedAddresses } from './address-plan.ts';
 import { inTreeCloudConfigPath, renderCcm } from './ccm.ts';
 import {
   type ClusterAccess,
@@ -66,7 +72,7 @@ function listOf(names: readonly string[], max = 10): string {
     : `${names.slice(0, max).join(', ')} and ${names.length - max} more`;
 }
 
-function factsOf(node: V1Node): NodeFacts {
+function factsOf(node: V1Node, predicted: NodeAddress[] | undefined): NodeFacts {
   const labels: Record<string, string> = {};
   for (const key of TOPOLOGY_LABELS) {
     const value = node.metadata?.labels?.[key];
@@ -77,6 +83,7 @@ function factsOf(node: V1Node): NodeFacts {
     ...(node.spec?.providerID ? { providerID: node.spec.providerID } : {}),
     labels,
     addresses: (node.status?.addresses ?? []).map((a) => ({ type: a.type, address: a.address })),
+    ...(predicted ? { predictedAddresses: predicted } : {}),
   };
 }
 
@@ -94,10 +101,12 @@ async function inspectNodes(
   renamed: Record<string, string>;
   unedited: string[];
   credentials: Record<string, AgentResult['imageCredentials']>;
+  nodeIPs: Record<string, string>;
 }> {
   const limit = pLimit(INSPECT_CONCURRENCY);
   const files: Files = {};
   const credentials: Record<string, AgentResult['imageCredentials']> = {};
+  const nodeIPs: Record<string, string> = {};
   const backups: BackupDigests = {};
   const renamed: Record<string, string> = {};
   const unedited: string[] = [];
@@ -115,6 +124,7 @@ async function inspectNodes(
     if (result.backups) backups[name] = result.backups;
     const external = result.host && externalNodeName(result.host.hostname, result.host.hostnameOverride);
     if (external && external !== name) renamed[name] = external;
+    if (result.host?.nodeIP !== undefined) nodeIPs[name] = result.host.nodeIP;
     unedited.push(...uneditedKubeletFlags(name, result.kubeletFlags));
     credentials[name] = result.imageCredentials;
     ctx.progress({ step: 'preflight', node: name, message: 'inspected' });
@@ -123,7 +133,7 @@ async function inspectNodes(
   const [first, ...rest] = nodes;
   if (first) await inspect(first);
   await Promise.all(rest.map((node) => limit(() => inspect(node))));
-  return { files, backups, renamed, unedited, credentials };
+  return { files, backups, renamed, unedited, credentials, nodeIPs };
 }
 
 /**
@@ -293,6 +303,19 @@ interface CloudConfigTranslationPlan {
 }
 
 /**
+ * `[LoadBalancer] use-octavia = false` sent the in-tree provider's load balancers to Neutron LBaaS, which
+ * OCCM does not speak (it dropped Neutron LBaaS, PROVIDER-FACTS.md §5): carried over, the key would be
+ * ignored and the CCM would manage every LoadBalancer Service through Octavia, where none of them is.
+ */
+function refuseNeutronLbaas(source: string, nodes: readonly string[]): void {
+  if (nodes.length === 0) return;
+  throw new PreflightFailedError(
+    `${listOf(nodes.map((n) => `${n}:${source}`))} sets [LoadBalancer] use-octavia = false (Neutron LBaaS), and the external OpenStack cloud-controller-manager speaks only Octavia: ` +
+      'move the load balancers to Octavia (use-octavia = true, or the key removed, on every node) and run again',
+  );
+}
+
+/**
  * Whether the in-tree cloud config needs a copy the CCM can read (OpenStack's `[Global] secret-name`,
  * which OCCM ignores), asked of every control-plane node's agent in a dry run: the agents answer with the
  * Secret's name only. The nodes must agree, and the Secret must be in the CCM's namespace, the only one
@@ -323,9 +346,14 @@ async function planCloudConfigTranslation(
         });
         const secret = result.credentialsSecret;
         const copies = result.files.filter((f) => f.changed).map((f) => ({ node, path: f.path }));
-        return { node, secret, ref: secret && `${secret.namespace}/${secret.name}`, copies };
+        const ref = secret && `${secret.namespace}/${secret.name}`;
+        return { node, secret, ref, copies, useOctavia: result.useOctavia };
       }),
     ),
+  );
+  refuseNeutronLbaas(
+    source,
+    named.filter((n) => n.useOctavia === false).map((n) => n.node),
   );
   if (new Set(named.map((n) => n.ref)).size > 1) {
     const described = named.map((n) => `${n.node}: ${n.ref ?? 'none'}`);
@@ -469,6 +497,11 @@ export interface ClusterExamination {
   /** What the run named by `backupsOf` backed up on each node (a downgrade's way back). */
   readonly backups: BackupDigests;
   /**
+   * Each node's addresses once the CCM sets them (from the Node's addresses now and the --node-ip its
+   * kubelet restarts with, as the CCM of the image's minor reads them), or why it never would.
+   */
+  readonly predictedAddresses: Record<string, AddressPrediction>;
+  /**
    * Nodes whose kubelet would register as another Node once off the in-tree provider (by node: that
    * name, its host's or an override the provider ignored): the flip pins --hostname-override to keep it.
    */
@@ -518,7 +551,7 @@ export async function examineCluster(
       'no node is labelled node-role.kubernetes.io/control-plane: not a kubeadm-style cluster',
     );
   }
-  const { files, backups, renamed, unedited, credentials } = await inspectNodes(
+  const { files, backups, renamed, unedited, credentials, nodeIPs } = await inspectNodes(
     ctx,
     runId,
     nodes,
@@ -534,7 +567,7 @@ export async function examineCluster(
   const provider = chooseProvider(nodes, files, options.provider);
   checkImageOverrides(provider, options.images);
   const { inTreeName } = providerFacts(provider);
-  const { image } = ccmImageFor(provider, version.gitVersion);
+  const { image, minor: ccmMinor } = ccmImageFor(provider, version.gitVersion);
   const left = inTreeLeft(files, inTreeName);
   const imageCredentials = planImageCredentials(provider, version.gitVersion, nodes, credentials);
   const awaiting = nodesAwaitingCcm(nodes, provider, left);
@@ -559,6 +592,13 @@ export async function examineCluster(
     awaitingCcm: awaiting.map(nodeName),
     renamedOffInTree: renamed,
     imageCredentials,
+    predictedAddresses: Object.fromEntries(
+      nodes.map((n) => {
+        const current = (n.status?.addresses ?? []).map(({ type, address }) => ({ type, address }));
+        const nodeIP = nodeIPs[nodeName(n)];
+        return [nodeName(n), predictNodeAddresses({ minor: ccmMinor, current, nodeIP })];
+      }),
+    ),
     backups,
     ...(endpoint ? { endpoint } : {}),
   };
@@ -569,6 +609,11 @@ export function pinNote(exam: Pick<ClusterExamination, 'renamedOffInTree'>): str
   const pins = Object.entries(exam.renamedOffInTree).map(([node, other]) => `${node} (else ${other})`);
   if (pins.length === 0) return undefined;
   return `--hostname-override keeps the Node name of ${pins.length} kubelet(s) whose host names another: ${listOf(pins, 5)}`;
+}
+
+/** The CCM in words, for messages: "the AWS cloud-controller-manager". */
+export function ccmName(provider: ProviderId): string {
+  return `${providerFacts(provider).displayName} cloud-controller-manager`;
 }
 
 /** What the run does on a cluster external from birth, in words (progress output, plan); undefined elsewhere. */
@@ -679,12 +724,13 @@ export async function preflight(
     await ctx.store.setSnapshotOnce(event.clusterId, event.runId, previous.snapshot);
     ctx.progress({ step: 'preflight', message: `continuing the half-done upgrade of run ${previous.runId}` });
   }
+  const expected = expectedAddresses(exam.predictedAddresses, ccmName(exam.provider));
   const snapshot: Snapshot = {
     takenAt: new Date().toISOString(),
     ...ccmSnapshotFields(exam, event.options),
     ccmImage: exam.ccmImage,
     ...(pluginRequired(exam.imageCredentials) ? { imageCredentialsRequired: true } : {}),
-    nodes: Object.fromEntries(exam.nodes.map((n) => [nodeName(n), factsOf(n)])),
+    nodes: Object.fromEntries(exam.nodes.map((n) => [nodeName(n), factsOf(n, expected[nodeName(n)])])),
     loadBalancers: await loadBalancers(ctx),
   };
   const clusterConfiguration = await readClusterConfiguration(ctx);
@@ -719,6 +765,7 @@ export async function preflight(
           pinNote(exam),
           exam.endpoint && pinnedNote(exam.endpoint),
           credentialsNote(exam.imageCredentials, exam.kubernetesVersion),
+          addressNote(addressChangesOf(exam.nodes, expected)),
           leaderMigration.reason,
         ]
           .filter(Boolean)

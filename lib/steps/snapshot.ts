@@ -15,6 +15,11 @@ export const NodeFactsSchema = z.object({
   /** topology.kubernetes.io/{region,zone} and node.kubernetes.io/instance-type, as the CCM must keep them. */
   labels: z.record(z.string(), z.string()),
   addresses: z.array(z.object({ type: z.string(), address: z.string() })),
+  /**
+   * The addresses preflight predicted the CCM sets (providers/node-addresses.ts): verify takes them as well
+   * as `addresses`. Absent (a snapshot from before predictions): the CCM is expected to keep `addresses`.
+   */
+  predictedAddresses: z.array(z.object({ type: z.string(), address: z.string() })).optional(),
 });
 export type NodeFacts = z.infer<typeof NodeFactsSchema>;
 

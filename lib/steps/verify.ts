@@ -1,8 +1,8 @@
 /**
  * Step 6, Verify. Flipping kubelet on an existing node never adds the uninitialized taint, so "no taints"
  * alone proves nothing: a canary node is tainted and the CCM must clear it within the KEP-2395 SLO (60 s).
- * Then every node must still carry the providerID, topology labels and addresses of the snapshot, none may
- * be tainted, a CCM must lead, and LoadBalancer services must keep their ingress.
+ * Then every node must still carry the providerID and topology labels of the snapshot and the addresses
+ * preflight predicted (an address neither there before nor predicted rolls back), none may be tainted, a CCM must lead, and LoadBalancer services must keep their ingress.
  */
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
@@ -15,7 +15,7 @@ import { ccmLeaderPoll } from './ccm.ts';
 import { hasUninitializedTaint, listNodes, nodeChanges, nodeName, readNode } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import type { RunIds, Verification } from './schemas.ts';
-import type { Snapshot } from './snapshot.ts';
+import type { NodeFacts, Snapshot } from './snapshot.ts';
 import { loadSnapshot } from './snapshot-store.ts';
 
 /** KEP-2395: a CCM initialises a new node within 60 s. */
@@ -119,13 +119,27 @@ function driftFromSnapshot(nodes: readonly V1Node[], snapshot: Snapshot): string
       const now = node.metadata?.labels?.[key];
       if (now !== value) problems.push(`${name} label ${key}=${now ?? '(none)'} (was ${value})`);
     }
-    const addresses = new Set((node.status?.addresses ?? []).map((a) => `${a.type}/${a.address}`));
-    for (const a of before.addresses) {
-      if (!addresses.has(`${a.type}/${a.address}`))
-        problems.push(`${name} lost address ${a.type} ${a.address}`);
-    }
+    problems.push(...addressProblems(name, node, before));
   }
   return problems;
+}
+
+/**
+ * A node's addresses against the snapshot's: any address neither there before nor predicted is unexpected,
+ * and one both there before and predicted must stay. A predicted change may not have happened yet (the CCM
+ * revisits initialised nodes every --node-status-update-frequency), so the addresses before still pass.
+ */
+function addressProblems(name: string, node: V1Node, before: NodeFacts): string[] {
+  const key = (a: { type: string; address: string }) => `${a.type} ${a.address}`;
+  const now = new Set((node.status?.addresses ?? []).map(key));
+  const had = new Set(before.addresses.map(key));
+  const predicted = new Set((before.predictedAddresses ?? before.addresses).map(key));
+  return [
+    ...[...had].filter((a) => predicted.has(a) && !now.has(a)).map((a) => `${name} lost address ${a}`),
+    ...[...now]
+      .filter((a) => !had.has(a) && !predicted.has(a))
+      .map((a) => `${name} gained address ${a}, which the prediction did not expect`),
+  ];
 }
 
 async function lostIngress(ctx: StepContext, snapshot: Snapshot): Promise<string[]> {

@@ -114,6 +114,17 @@ export const NodeGroupSchema = z
     hostname: z.string().min(1).default('{name}'),
     labels: z.record(z.string(), z.string()).default({}),
     /**
+     * A second network interface on each instance: the cloud's instance API lists its address as another
+     * InternalIP, after the first (what a cloud-controller-manager reads). `inTree: false` hides it from an
+     * in-tree kubelet, whose provider asked the instance's own metadata: in-tree Azure read only the first
+     * interface there (legacy-cloud-providers azure getLocalInstanceNodeAddresses), where AWS's read every
+     * one. Its address is the node's IP with 10.1 in place of 10.0.
+     */
+    secondNic: z
+      .object({ inTree: z.boolean().default(true) })
+      .strict()
+      .optional(),
+    /**
      * Files of each host, by absolute path; see renderHostFile for the per-node placeholders.
      * Control-plane nodes hold the static pod manifests under /etc/kubernetes/manifests.
      */

@@ -14,6 +14,7 @@ import {
   KUBELET_CONFIG_FILE,
   KUBELET_FILES,
   type KubeletFiles,
+  nodeIPAfterRestart,
 } from '../../lib/controlplane/kubelet-sources.ts';
 import { InvalidInputError } from '../../lib/errors.ts';
 import { REFERENCE_DIR, referenceRuns } from '../reference.ts';
@@ -239,5 +240,24 @@ describe('kops (DAEMON_ARGS in /etc/sysconfig/kubelet)', () => {
 
   it('knows every file it may touch', () => {
     expect(KUBELET_FILES).toEqual([KUBEADM_FLAGS_FILE, DEFAULTS, SYSCONFIG, KUBELET_CONFIG_FILE]);
+  });
+});
+
+describe('nodeIPAfterRestart', () => {
+  const files = (extra: string) => ({
+    '/var/lib/kubelet/kubeadm-flags.env': 'KUBELET_KUBEADM_ARGS="--cloud-provider=aws --node-ip=10.0.0.11"\n',
+    '/etc/default/kubelet': `KUBELET_EXTRA_ARGS=${extra}\n`,
+  });
+
+  it('takes the flag files’ last --node-ip, whatever the kubelet runs with now', () => {
+    expect(nodeIPAfterRestart(files('--node-ip=10.1.0.11'), ['--node-ip=10.9.9.9'])).toBe('10.1.0.11');
+    expect(nodeIPAfterRestart(files(''), undefined)).toBe('10.0.0.11');
+  });
+
+  it('keeps the running one when no file gives it (it comes from a source the flip leaves alone)', () => {
+    expect(
+      nodeIPAfterRestart({ '/etc/default/kubelet': 'KUBELET_EXTRA_ARGS=\n' }, ['--node-ip', '10.2.0.1']),
+    ).toBe('10.2.0.1');
+    expect(nodeIPAfterRestart({}, undefined)).toBeUndefined();
   });
 });

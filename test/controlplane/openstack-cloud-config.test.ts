@@ -12,6 +12,7 @@ import {
   setKey,
 } from '../../lib/controlplane/cloud-config-ini.ts';
 import {
+  openstackUsesOctavia,
   translatedCloudConfigPath,
   translateOpenstackCloudConfig,
 } from '../../lib/controlplane/openstack-cloud-config.ts';
@@ -104,6 +105,34 @@ search-order = configDrive,metadataService
     expect(translatedCloudConfigPath('/etc/kubernetes/cloud.conf')).toBe(
       '/etc/kubernetes/cloud.conf.external',
     );
+  });
+});
+
+describe('openstackUsesOctavia', () => {
+  it.each([
+    ['true', true],
+    ['Yes', true],
+    ['on', true],
+    ['1', true],
+    ['false', false],
+    ['NO', false],
+    ['off', false],
+    ['0', false],
+    ['"false" ; Neutron LBaaS', false],
+  ])('reads use-octavia = %s as gcfg does (%s)', (value, expected) => {
+    expect(openstackUsesOctavia(`[Global]\nregion = r\n[loadbalancer]\nUse-Octavia = ${value}\n`)).toBe(
+      expected,
+    );
+  });
+
+  it('reads a bare use-octavia as true, and the last of a repeated one', () => {
+    expect(openstackUsesOctavia('[LoadBalancer]\nuse-octavia\n')).toBe(true);
+    expect(openstackUsesOctavia('[LoadBalancer]\nuse-octavia = true\nuse-octavia = false\n')).toBe(false);
+  });
+
+  it('says nothing when the key or its section is absent', () => {
+    expect(openstackUsesOctavia('[Global]\nregion = r\n')).toBeUndefined();
+    expect(openstackUsesOctavia('[LoadBalancer]\nsubnet-id = s\n')).toBeUndefined();
   });
 });
 

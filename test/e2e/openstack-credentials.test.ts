@@ -154,6 +154,32 @@ describe('OpenStack with [Global] secret-name upgraded to OCCM and back', () => 
     expect(await nodeFiles(e2e.t)).toEqual(start);
   });
 
+  it.each([
+    ['with', SECRET_MINI, (text: string) => text.replace('use-octavia = true', 'use-octavia = false')],
+    ['without', PLAIN_MINI, (text: string) => `${text}\n[LoadBalancer]\nuse-octavia = no\n`],
+  ])(
+    'refuses in preflight, changing nothing, use-octavia = false (a config %s secret-name)',
+    async (_, fixture, edit) => {
+      e2e = await startE2E(
+        await fixtureSpec(fixture, {
+          edits: [
+            { group: 'cp', file: SOURCE, edit },
+            { group: 'worker', file: SOURCE, edit },
+          ],
+        }),
+      );
+      const start = await nodeFiles(e2e.t);
+      const up = await e2e.upgrade();
+      expect(up.status).not.toBe('SUCCEEDED');
+      expect(up.error?.name).toBe('PreflightFailed');
+      expect(up.error?.cause).toMatch(
+        /cp-1:\/etc\/kubernetes\/cloud\.conf sets \[LoadBalancer\] use-octavia = false .*only Octavia/,
+      );
+      expect(up.error?.cause).not.toContain('fake-not-a-real-secret');
+      expect(await nodeFiles(e2e.t)).toEqual(start);
+    },
+  );
+
   it('leaves a cloud.conf without secret-name as it is: the CCM mounts the original and no Secret', async () => {
     e2e = await startE2E(await fixtureSpec(PLAIN_MINI));
     const original = await readFile(

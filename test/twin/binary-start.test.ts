@@ -55,4 +55,21 @@ describe('startProblem', () => {
       'failed to run Kubelet: unknown cloud provider "gce"',
     );
   });
+
+  it('has the kubelet take a dual-stack --node-ip only without a cloud or, from 1.29, with an external one', () => {
+    const pair = '--node-ip=10.0.0.11,fd00::11';
+    expect(startProblem('kubelet', 26, flags('--cloud-provider=aws', pair))).toBe(
+      'failed to run Kubelet: bad --node-ip "10.0.0.11,fd00::11": dual-stack not supported in this configuration',
+    );
+    expect(startProblem('kubelet', 28, flags('--cloud-provider=external', pair))).toMatch(
+      /dual-stack not supported/,
+    );
+    expect(startProblem('kubelet', 29, flags('--cloud-provider=external', pair))).toBeUndefined();
+    expect(startProblem('kubelet', 26, flags(pair))).toBeUndefined();
+    expect(startProblem('kubelet', 30, flags('--node-ip=10.0.0.1,10.0.0.2'))).toMatch(
+      /a single IP or a dual-stack pair/,
+    );
+    // An entry it cannot read is ignored, not refused.
+    expect(startProblem('kubelet', 26, flags('--cloud-provider=aws', '--node-ip=bogus'))).toBeUndefined();
+  });
 });

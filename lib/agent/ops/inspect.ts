@@ -7,6 +7,7 @@ import {
   hostnameOverrideOf,
   KUBELET_FILES,
   kubeletSourceArgs,
+  nodeIPAfterRestart,
 } from '../../controlplane/kubelet-sources.ts';
 import { InvalidInputError } from '../../errors.ts';
 import { imageCredentialsOf } from '../credential-plugins.ts';
@@ -40,13 +41,18 @@ export async function inspect(
     if (err instanceof InvalidInputError) return undefined;
     throw err;
   });
+  const nodeIP = nodeIPAfterRestart(texts, running?.slice(1));
   return {
     op: 'inspect',
     ok: true,
     changed: false,
     restartKubelet: false,
     files: [...asked, ...kubelet.filter((f) => f.exists)],
-    host: { hostname: await env.hostname(), ...(hostnameOverride === undefined ? {} : { hostnameOverride }) },
+    host: {
+      hostname: await env.hostname(),
+      ...(hostnameOverride === undefined ? {} : { hostnameOverride }),
+      ...(nodeIP === undefined ? {} : { nodeIP }),
+    },
     ...(running
       ? {
           kubeletFlags: {

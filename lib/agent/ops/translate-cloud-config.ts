@@ -1,11 +1,15 @@
 /**
  * `translate-cloud-config`: the external CCM's copy of the in-tree cloud config, written next to the
- * original (see controlplane/openstack-cloud-config.ts for the rules). The copy is backed up as absent
+ * original (see controlplane/openstack-cloud-config.ts for the rules), and what its `use-octavia` says (the
+ * orchestrator refuses a config that OCCM could not carry over). The copy is backed up as absent
  * before its first write, so the run's restore removes it and the node's files end as they were. The
  * answer reports the copy's hash and the Secret's name, never a diff: both files can hold credentials.
  */
 import { stat } from 'node:fs/promises';
-import { translateOpenstackCloudConfig } from '../../controlplane/openstack-cloud-config.ts';
+import {
+  openstackUsesOctavia,
+  translateOpenstackCloudConfig,
+} from '../../controlplane/openstack-cloud-config.ts';
 import { InvalidInputError } from '../../errors.ts';
 import { backUpOnce, onHost, readHostFile, writeAtomically } from '../files.ts';
 import type { AgentResult, ParsedAgentRequest } from '../protocol.ts';
@@ -22,19 +26,22 @@ export async function translateCloudConfig(
   if (request.source === request.target)
     return failure(op, `${request.source}: the copy must not replace it`);
   let translation: ReturnType<typeof translateOpenstackCloudConfig>;
+  let useOctavia: boolean | undefined;
   try {
     const text = await readHostFile(env.hostRoot, request.source);
     if (text === undefined) return failure(op, `${request.source}: no such file`);
     translation = translateOpenstackCloudConfig(text);
+    useOctavia = openstackUsesOctavia(text);
   } catch (err) {
     if (err instanceof InvalidInputError) return failure(op, `${request.source}: ${err.message}`);
     throw err;
   }
-  if (translation === undefined) return { op, ok: true, changed: false, restartKubelet: false, files: [] };
+  const read = { op, ok: true, restartKubelet: false, ...(useOctavia === undefined ? {} : { useOctavia }) };
+  if (translation === undefined) return { ...read, changed: false, files: [] };
   const current = await readHostFile(env.hostRoot, request.target);
   const changed = current !== translation.text;
   const report = { ...describeFile(request.target, translation.text), changed };
-  const answer = { op, ok: true, restartKubelet: false, credentialsSecret: translation.secret };
+  const answer = { ...read, credentialsSecret: translation.secret };
   if (!changed || request.dryRun) return { ...answer, changed: false, files: [report] };
   const backup = await backUpOnce(env.hostRoot, request.runId, request.target);
   // The copy is as readable as the original the CCM mounted before (it runs as a non-root user).

@@ -33,6 +33,8 @@ export interface ControllerCandidate {
   readonly concurrentNodeSyncs: number;
   /** What it does with node CIDRs and cloud routes, when it leads. */
   readonly network: NetworkLoops;
+  /** The Kubernetes minor its image's tag names (`…:v1.29.3` → 29): its k8s.io/cloud-provider's. */
+  readonly minor: number | undefined;
 }
 
 /**
@@ -86,6 +88,7 @@ function networkLoops(
 
 interface Container {
   name?: string;
+  image?: string;
   command?: string[];
   args?: string[];
 }
@@ -107,6 +110,11 @@ export function controllerEnabled(
     if (item === '*') star = true;
   }
   return star;
+}
+
+function imageMinor(image: string | undefined): number | undefined {
+  const m = /:v1\.(\d+)(?:\.|$|-)/.exec(image ?? '');
+  return m ? Number(m[1]) : undefined;
 }
 
 export function podReady(pod: KubeObject): boolean {
@@ -142,6 +150,7 @@ export function controllerCandidate(pod: KubeObject, provider: Provider): Contro
       leaderMigration: flagIsTrue(flags, 'enable-leader-migration', false),
       concurrentNodeSyncs: syncs > 0 ? syncs : 1,
       network: networkLoops(kind, flags, provider, isKcm && cloudLoops),
+      minor: imageMinor(container.image),
     };
   }
   return undefined;

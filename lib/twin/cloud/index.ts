@@ -13,6 +13,7 @@
 import type { TwinContext } from '../context.ts';
 import type { Provider } from '../spec.ts';
 import type { KubeObject, StoreEvent } from '../store.ts';
+import { kubernetesMinor } from '../workloads/objects.ts';
 import { controllerCandidate, nodeManagerNode, podReady } from './candidates.ts';
 import { electionTimings, LeaderElection, type Participant } from './leader-election.ts';
 import type { CloudModel } from './model.ts';
@@ -95,9 +96,11 @@ export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): Clou
   /** Only a cloud-controller-manager with cloud-node initialises nodes: the in-tree KCM never removed that taint. */
   const nodeInitRunner = () =>
     election.cloudLoopRunners().find((p) => p.kind === 'cloud-controller-manager' && p.initialisesNodes);
+  const clusterMinor = kubernetesMinor(ctx.spec.kubernetesVersion);
   const nodeInit = new CloudNodeController(ctx, cloud, {
     workers: () => (apiUp() ? (nodeInitRunner()?.concurrentNodeSyncs ?? 0) : 0),
     nodeManagerRuns: (node) => apiUp() && hasNodeManager(node),
+    minor: () => nodeInitRunner()?.minor ?? clusterMinor,
   });
   const uninitialisable = (nodes: Iterable<string>): string[] =>
     nodeInitRunner() !== undefined ? [] : [...nodes].filter((node) => !hasNodeManager(node));
@@ -127,6 +130,7 @@ export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): Clou
       if (services.needsSync(svc)) pendingServices.add(objectKey(svc));
     }
     if (loopsRun()) lifecycle.monitor();
+    if (apiUp() && nodeInitRunner()) nodeInit.updateAddresses();
   };
 
   /** Node IPAM in whichever controller managers lead with it on, then routes in the cloud loop runners. */

@@ -20,7 +20,10 @@ export interface Instance {
   readonly region: string;
   readonly zone: string;
   readonly instanceType: string;
+  /** What the cloud's instance API lists (NodeAddressesByProviderID): what a CCM reads. */
   readonly addresses: readonly NodeAddress[];
+  /** What an in-tree kubelet's provider lists for its own instance (the node group's secondNic.inTree). */
+  readonly inTreeAddresses: readonly NodeAddress[];
 }
 
 /** Where a node sits in the spec: its group, role, position and IP. */
@@ -31,6 +34,8 @@ export interface NodePlacement {
   /** Position among all nodes of the spec, from 0. */
   readonly index: number;
   readonly ip: string;
+  /** The address of its second network interface, when its node group has one. */
+  readonly secondNicIp?: string;
   readonly zone: string;
   /** The host's own name (the node group's hostname template), not always the Node's. */
   readonly hostname: string;
@@ -153,6 +158,7 @@ export class CloudModel {
       role: group.role,
       index,
       ip,
+      ...(group.secondNic ? { secondNicIp: ip.replace(/^10\.0\./, '10.1.') } : {}),
       zone: zones[index % zones.length] as string,
       hostname: group.hostname.replaceAll('{name}', name).replaceAll('{ip-dashed}', ip.replaceAll('.', '-')),
     };
@@ -202,23 +208,24 @@ export class CloudModel {
 
   #createInstance(p: NodePlacement): void {
     const { id, providerID } = identity(this.#spec.cloud, this.#spec.name, p.name, p.zone);
-    const addresses: NodeAddress[] = [
-      { type: 'InternalIP', address: p.ip },
-      { type: 'Hostname', address: p.name },
-    ];
+    const second: NodeAddress[] = p.secondNicIp ? [{ type: 'InternalIP', address: p.secondNicIp }] : [];
+    const others: NodeAddress[] = [{ type: 'Hostname', address: p.name }];
     if (this.provider === 'aws') {
-      addresses.push({
+      others.push({
         type: 'InternalDNS',
         address: `ip-${p.ip.replaceAll('.', '-')}.${this.region}.compute.internal`,
       });
     }
+    const first: NodeAddress = { type: 'InternalIP', address: p.ip };
+    const seenInTree = this.#spec.nodeGroups.find((g) => g.name === p.group)?.secondNic?.inTree !== false;
     const instance: Instance = {
       id,
       providerID,
       region: this.region,
       zone: p.zone,
       instanceType: INSTANCE_TYPES[this.provider],
-      addresses,
+      addresses: [first, ...second, ...others],
+      inTreeAddresses: [first, ...(seenInTree ? second : []), ...others],
     };
     this.#instances.set(p.name, instance);
     this.#byProviderID.set(providerID, instance);

@@ -12,7 +12,8 @@ import { UNINITIALIZED_TAINT } from '../../kube/well-known.ts';
 import type { TwinContext } from '../context.ts';
 import type { KubeObject, StoreEvent } from '../store.ts';
 import { recordEvent } from './events.ts';
-import type { CloudModel, Instance } from './model.ts';
+import type { CloudModel, Instance, NodeAddress } from './model.ts';
+import { annotatedNodeIPs, narrowToNodeIPs, PROVIDED_NODE_IP } from './node-ip.ts';
 import { hasUninitializedTaint, providerIDOf, type Taint } from './nodes.ts';
 
 /**
@@ -36,11 +37,30 @@ export function instanceOf(cloud: CloudModel, node: KubeObject): Instance | unde
   return providerID ? cloud.instanceByProviderID(providerID) : cloud.instanceFor(node.metadata.name);
 }
 
+/**
+ * The addresses the cloud-node controller of `minor` sets on a Node (updateNodeAddress): the instance's,
+ * with the Node's Hostname when the cloud lists none, narrowed to the kubelet's node IP annotation; undefined
+ * when that annotation is unreadable or names an address the cloud does not list (see node-ip.ts).
+ */
+export function ccmAddresses(instance: Instance, node: KubeObject, minor: number): NodeAddress[] | undefined {
+  const current = ((node.status as { addresses?: NodeAddress[] } | undefined)?.addresses ?? []).map((a) => ({
+    ...a,
+  }));
+  const cloud = instance.addresses.map((a) => ({ ...a }));
+  if (!cloud.some((a) => a.type === 'Hostname')) cloud.push(...current.filter((a) => a.type === 'Hostname'));
+  const annotation = node.metadata.annotations?.[PROVIDED_NODE_IP];
+  if (annotation === undefined) return cloud;
+  const ips = annotatedNodeIPs(annotation, minor);
+  return ips && narrowToNodeIPs(ips, cloud);
+}
+
 export interface NodeInitOptions {
   /** CCM workers allowed now: 0 while no cloud-controller-manager runs the cloud-node loop (or the API is down). */
   readonly workers: () => number;
   /** Whether the node's own cloud-node-manager runs now (and reaches the API): it needs no CCM worker. */
   readonly nodeManagerRuns: (node: string) => boolean;
+  /** The minor of the k8s.io/cloud-provider the initialising controller is built with. */
+  readonly minor: () => number;
 }
 
 type Initialiser = 'cloud-node-controller' | 'cloud-node-manager';
@@ -115,6 +135,30 @@ export class CloudNodeController {
     this.#inFlight.clear();
   }
 
+  /**
+   * The cloud-node controller's status pass (UpdateNodeStatus, which wait.Until runs as the controller
+   * starts, then every --node-status-update-frequency): every initialised Node whose instance the cloud
+   * knows gets the addresses the controller would set, where they differ.
+   */
+  updateAddresses(): void {
+    for (const node of this.#ctx.store.list('nodes').items) {
+      const instance = hasUninitializedTaint(node) ? undefined : instanceOf(this.#cloud, node);
+      const addresses = instance && ccmAddresses(instance, node, this.#opts.minor());
+      if (addresses) this.#writeAddresses(node, addresses);
+    }
+  }
+
+  #writeAddresses(node: KubeObject, addresses: NodeAddress[]): void {
+    const status = (node.status ?? {}) as { addresses?: NodeAddress[] };
+    if (JSON.stringify(status.addresses ?? []) === JSON.stringify(addresses)) return;
+    // Addresses go through the status subresource, as updateNodeAddress patches them.
+    this.#ctx.store.update(
+      'nodes',
+      { ...structuredClone(node), status: { ...structuredClone(status), addresses } },
+      { subresource: 'status' },
+    );
+  }
+
   #sync(name: string, by: Initialiser): void {
     const node = this.#ctx.store.tryGet('nodes', undefined, name);
     if (!node || !hasUninitializedTaint(node)) return;
@@ -126,7 +170,10 @@ export class CloudNodeController {
       return;
     }
     const instance = instanceOf(this.#cloud, node);
-    if (!instance) {
+    // A node IP the cloud does not list fails the initialisation ("provided node ip for node … is not
+    // valid"), retried like a missing instance: the Node keeps its taint.
+    const addresses = instance && ccmAddresses(instance, node, this.#opts.minor());
+    if (!instance || !addresses) {
       this.#failed.add(name);
       return;
     }
@@ -137,15 +184,7 @@ export class CloudNodeController {
     if (taints.length > 0) next.spec.taints = taints;
     else delete next.spec.taints;
     const updated = this.#ctx.store.update('nodes', next);
-    // Addresses go through the status subresource, as updateNodeAddress patches them.
-    this.#ctx.store.update(
-      'nodes',
-      {
-        ...structuredClone(updated),
-        status: { ...structuredClone(updated.status ?? {}), addresses: instance.addresses },
-      },
-      { subresource: 'status' },
-    );
+    this.#writeAddresses(updated, addresses);
     recordEvent(this.#ctx.store, updated, {
       type: 'Normal',
       reason: 'Synced',

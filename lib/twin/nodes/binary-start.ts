@@ -13,10 +13,12 @@
  *      gates on, a provider still compiled in needs both off, any other name is unknown; it reports every
  *      error at once;
  *    - kube-controller-manager and the kubelet initialise it: a name not compiled in is unknown, one that
- *      is needs DisableCloudProviders off (on by default from 1.29).
+ *      is needs DisableCloudProviders off (on by default from 1.29);
+ * 4. the kubelet's --node-ip: a dual-stack pair only where its provider allows one (cloud/node-ip.ts).
  * test/twin/binary-start-real.test.ts holds this model to the real kube-apiserver binaries.
  */
 
+import { kubeletNodeIPs } from '../cloud/node-ip.ts';
 import { gateValue } from './command-line.ts';
 
 export type Binary = 'kube-apiserver' | 'kube-controller-manager' | 'kubelet';
@@ -111,8 +113,15 @@ export function startErrors(binary: Binary, minor: number, flags: ReadonlyMap<st
   if (early) return [early];
   const provider = flags.get('cloud-provider') ?? '';
   if (binary === 'kube-apiserver') return apiServerProviderErrors(provider, minor, flags);
-  const error = initError(binary, provider, minor, flags);
+  const error = initError(binary, provider, minor, flags) ?? nodeIPError(binary, provider, minor, flags);
   return error ? [error] : [];
+}
+
+/** The kubelet reads --node-ip after its cloud provider (cmd/kubelet/app/server.go RunKubelet). */
+function nodeIPError(binary: Binary, provider: string, minor: number, flags: ReadonlyMap<string, string>) {
+  if (binary !== 'kubelet') return undefined;
+  const read = kubeletNodeIPs(flags.get('node-ip'), provider, minor);
+  return 'error' in read ? `failed to run Kubelet: ${read.error}` : undefined;
 }
 
 /** Why `binary` of this minor exits at start with these flags, as it logs it; undefined when it starts. */

@@ -9,6 +9,7 @@
  */
 import { InvalidInputError } from '../../errors.ts';
 import type { CloudModel, NodePlacement } from '../cloud/model.ts';
+import { PROVIDED_NODE_IP } from '../cloud/node-ip.ts';
 import type { TwinContext } from '../context.ts';
 import { type NodeGroup, NodeGroupSchema } from '../spec.ts';
 import type { KubeObject } from '../store.ts';
@@ -16,7 +17,7 @@ import { kubernetesMinor } from '../workloads/objects.ts';
 import { startProblem } from './binary-start.ts';
 import { writeHostFiles, writeJoiningHostFiles } from './host-files.ts';
 import { readKubeletStartConfig } from './kubelet-config.ts';
-import { nodeConditions, nodeLease, registeredNode } from './node-object.ts';
+import { kubeletAddressing, nodeConditions, nodeLease, registeredNode } from './node-object.ts';
 import { registrationName } from './registration-name.ts';
 import { StaticPodRunner } from './static-pod-runner.ts';
 import { CONFIG_MIRROR } from './static-pods.ts';
@@ -191,6 +192,42 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
   };
 
   /**
+   * What a restarted kubelet's status updates write to its existing Node: the node IP annotation (set or
+   * removed), and an in-tree kubelet its provider's addresses; an external one leaves them to the CCM.
+   */
+  const updateAddressing = (k: Kubelet, node: KubeObject): void => {
+    const { addresses, fromCloud, providedNodeIP } = kubeletAddressing({
+      placement: k.placement,
+      version: spec.kubernetesVersion,
+      flags: k.flags,
+      instance: cloud.instanceFor(k.node),
+    });
+    let current = node;
+    const annotations = { ...current.metadata.annotations };
+    if (annotations[PROVIDED_NODE_IP] !== providedNodeIP) {
+      if (providedNodeIP === undefined) delete annotations[PROVIDED_NODE_IP];
+      else annotations[PROVIDED_NODE_IP] = providedNodeIP;
+      current = store.update('nodes', {
+        ...structuredClone(current),
+        metadata: { ...current.metadata, annotations },
+      });
+    }
+    const status = (current.status ?? {}) as { addresses?: unknown };
+    if (
+      !fromCloud ||
+      addresses.length === 0 ||
+      JSON.stringify(status.addresses) === JSON.stringify(addresses)
+    ) {
+      return;
+    }
+    store.update(
+      'nodes',
+      { ...structuredClone(current), status: { ...status, addresses } },
+      { subresource: 'status' },
+    );
+  };
+
+  /**
    * Registration: only a Node that does not exist yet gets the kubelet's labels, taints and cloud fields.
    * A kubelet registered under another name than its Node's creates and heartbeats that other Node, and
    * its own goes Unknown.
@@ -200,7 +237,10 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
     if (name !== k.node) postStatus(k);
     let node: KubeObject | undefined = store.tryGet('nodes', undefined, name);
     if (node) {
-      if (name === k.node) postStatus(k);
+      if (name === k.node) {
+        postStatus(k);
+        updateAddressing(k, store.get('nodes', undefined, name));
+      }
     } else {
       node = store.create(
         'nodes',

@@ -4,7 +4,8 @@
  */
 import { createHash } from 'node:crypto';
 import { UNINITIALIZED_TAINT } from '../../kube/well-known.ts';
-import type { Instance, NodePlacement } from '../cloud/model.ts';
+import type { Instance, NodeAddress, NodePlacement } from '../cloud/model.ts';
+import { kubeletNodeIPs, narrowToNodeIPs, PROVIDED_NODE_IP, specific } from '../cloud/node-ip.ts';
 import type { KubeObject } from '../store.ts';
 import { kubernetesMinor } from '../workloads/objects.ts';
 import { compiledIn } from './binary-start.ts';
@@ -97,6 +98,44 @@ export interface RegistrationInput {
   readonly instance: Instance | undefined;
 }
 
+/** What a kubelet writes of a Node's addresses: the list (none when it failed) and the node IP annotation. */
+export interface KubeletAddressing {
+  readonly addresses: NodeAddress[];
+  /** Whether they come from an in-tree provider: such a kubelet writes them at every status update. */
+  readonly fromCloud: boolean;
+  /** alpha.kubernetes.io/provided-node-ip; undefined: the kubelet removes it. */
+  readonly providedNodeIP: string | undefined;
+}
+
+/**
+ * The addresses a kubelet reports (see cloud/node-ip.ts): an in-tree one its provider's list narrowed to
+ * --node-ip (none when its node IP is not listed: the kubelet logs the error and sets none), any other its
+ * --node-ip, else its host's IP, and its name. Only a kubelet with a --cloud-provider annotates.
+ */
+export function kubeletAddressing(input: Omit<RegistrationInput, 'groupLabels'>): KubeletAddressing {
+  const { placement, flags } = input;
+  const provider = flags.get('cloud-provider') ?? '';
+  const minor = kubernetesMinor(input.version);
+  const inTree = compiledIn(provider, minor) ? input.instance : undefined;
+  const parsed = kubeletNodeIPs(flags.get('node-ip'), provider, minor);
+  const ips = 'ips' in parsed ? parsed.ips : [];
+  const nodeIP = specific(ips[0]) ? ips : [];
+  const providedNodeIP = provider !== '' && nodeIP.length > 0 ? nodeIP.join(',') : undefined;
+  if (inTree) {
+    const listed = inTree.inTreeAddresses.map((a) => ({ ...a }));
+    const addresses = nodeIP.length > 0 ? (narrowToNodeIPs(nodeIP, listed) ?? []) : listed;
+    return { addresses, fromCloud: true, providedNodeIP };
+  }
+  return {
+    addresses: [
+      { type: 'InternalIP', address: nodeIP[0] ?? placement.ip },
+      { type: 'Hostname', address: placement.name },
+    ],
+    fromCloud: false,
+    providedNodeIP,
+  };
+}
+
 /**
  * The Node a kubelet creates at registration. Its cloud fields depend on --cloud-provider:
  * - in-tree (aws, gce, …): the kubelet asks the cloud itself: providerID, the instance's addresses and
@@ -113,7 +152,7 @@ export function registeredNode(input: RegistrationInput): KubeObject {
   const provider = flags.get('cloud-provider') ?? '';
   const minor = kubernetesMinor(input.version);
   const inTree = compiledIn(provider, minor) ? instance : undefined;
-  const ip = flags.get('node-ip')?.split(',')[0] || placement.ip;
+  const { addresses, providedNodeIP } = kubeletAddressing(input);
   const labels: Record<string, string> = {
     ...input.groupLabels,
     ...parseLabels(flags.get('node-labels')),
@@ -140,12 +179,6 @@ export function registeredNode(input: RegistrationInput): KubeObject {
       'beta.kubernetes.io/instance-type': inTree.instanceType,
     });
   }
-  const addresses = inTree
-    ? inTree.addresses.map((a) => ({ ...a }))
-    : [
-        { type: 'InternalIP', address: ip },
-        { type: 'Hostname', address: name },
-      ];
   return {
     apiVersion: 'v1',
     kind: 'Node',
@@ -155,6 +188,7 @@ export function registeredNode(input: RegistrationInput): KubeObject {
       annotations: {
         'node.alpha.kubernetes.io/ttl': '0',
         'volumes.kubernetes.io/controller-managed-attach-detach': 'true',
+        ...(providedNodeIP === undefined ? {} : { [PROVIDED_NODE_IP]: providedNodeIP }),
       },
     },
     spec: {
