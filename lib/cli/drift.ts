@@ -1,6 +1,7 @@
 /**
  * `ccm-migrate drift`: one cluster's drift report as a table or JSON, or (`--registry FILE`) every cluster
- * of a fleet file checked by the drift workflow, one line each; with an exit code for scripts.
+ * of a fleet file checked by the drift workflow, one line each; with an exit code for scripts. With
+ * `--remediate`, kubelets found in-tree on an external cluster are flipped and the cluster checked again.
  */
 
 import { checkDrift } from '../drift/check.ts';
@@ -8,9 +9,11 @@ import { expectationFromRuns } from '../drift/expectation.ts';
 import type { DesiredMode, DriftReport } from '../drift/findings.ts';
 import { loadFleetFile } from '../drift/fleet-file.ts';
 import { type FleetRunResult, runFleetDriftLocally } from '../drift/local-fleet.ts';
+import { remediateKubelets } from '../drift/remediate.ts';
 import type { DriftSummary } from '../drift/summary.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import { localContext } from '../local/context.ts';
+import { newRunId } from '../local/migration.ts';
 import { detectProvider } from '../providers/provider-id.ts';
 import { listNodes } from '../steps/cluster.ts';
 import type { RunStore } from '../store/run-store.ts';
@@ -24,8 +27,16 @@ export interface DriftCommand {
   readonly provider?: string;
   readonly deep: boolean;
   readonly json: boolean;
+  /**
+   * Flip the kubelets the deep check finds on the in-tree provider of a cluster that should be external
+   * (lib/drift/remediate.ts), then check again: the exit code is the second check's.
+   */
+  readonly remediate?: { readonly maxUnavailable: number };
   readonly agentImage?: string;
   readonly out?: NodeJS.WritableStream;
+  /** Wait bounds for the remediation (tests); as in Lambda otherwise. */
+  readonly waitMs?: number;
+  readonly pollMs?: number;
 }
 
 function renderReport(report: DriftReport): string {
@@ -47,9 +58,17 @@ export async function driftCommand(cmd: DriftCommand): Promise<DriftReport> {
       EXIT.badInput,
     );
   }
+  if (cmd.remediate && (expect !== 'external' || !cmd.deep)) {
+    throw new CliError(
+      '--remediate flips kubelets that a deep check finds in-tree on a cluster that should be external: pass --deep (and --expect external, unless its last run says so)',
+      EXIT.badInput,
+    );
+  }
   const ctx = localContext({
     clients: cmd.clients,
     ...(cmd.agentImage ? { agentImage: cmd.agentImage } : {}),
+    ...(cmd.waitMs !== undefined ? { waitMs: cmd.waitMs } : {}),
+    ...(cmd.pollMs !== undefined ? { pollMs: cmd.pollMs } : {}),
   });
   let provider = cmd.provider ?? fromRuns?.provider;
   if (!provider) {
@@ -61,8 +80,29 @@ export async function driftCommand(cmd: DriftCommand): Promise<DriftReport> {
     if (!provider)
       throw new CliError('cannot tell the cluster’s provider from its nodes: pass --provider', EXIT.badInput);
   }
-  const report = await checkDrift(ctx, { clusterId: cmd.clusterId, provider, expect, deep: cmd.deep });
-  (cmd.out ?? process.stdout).write(cmd.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
+  const out = cmd.out ?? process.stdout;
+  const check = async (): Promise<DriftReport> => {
+    const report = await checkDrift(ctx, { clusterId: cmd.clusterId, provider, expect, deep: cmd.deep });
+    out.write(cmd.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
+    return report;
+  };
+  let report = await check();
+  if (cmd.remediate && report.findings.some((f) => f.kind === 'kubelet-flags')) {
+    const remediation = await remediateKubelets(
+      {
+        clusterId: cmd.clusterId,
+        runId: newRunId('remediate'),
+        maxUnavailable: cmd.remediate.maxUnavailable,
+      },
+      { ...ctx, store: cmd.store },
+    );
+    out.write(
+      cmd.json
+        ? `${JSON.stringify(remediation, null, 2)}\n`
+        : `remediation run ${remediation.runId}: flipped ${remediation.flipped.length} kubelet(s) to --cloud-provider=external (${remediation.flipped.join(', ')}), verified\n`,
+    );
+    report = await check();
+  }
   if (report.status === 'drifted')
     throw new CliError(`${report.findings.length} drift finding(s)`, EXIT.drifted);
   if (report.status === 'unknown') throw new CliError(`drift unknown: ${report.error}`, EXIT.unreachable);
