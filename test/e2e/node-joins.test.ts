@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { driftCommand } from '../../lib/cli/drift.ts';
 import { CliError, EXIT } from '../../lib/cli/exit-codes.ts';
 import type { DriftReport } from '../../lib/drift/findings.ts';
+import { textSink } from '../cli/text-sink.ts';
 import { apiServersUnderTest } from '../real-api.ts';
 import { eventually, FIXTURES, fixtureSpec, isReady } from '../twin/running-twin.ts';
 import { type E2E, startE2E } from './harness.ts';
@@ -22,8 +23,7 @@ afterEach(async () => {
 
 /** `ccm-migrate drift --cluster-id aws-mini --deep [--remediate]`, its reports parsed from the JSON it prints. */
 async function drift(run: E2E, remediate: boolean): Promise<{ printed: unknown[]; exit: number }> {
-  let text = '';
-  const out = { write: (chunk: string) => ((text += chunk), true) } as NodeJS.WritableStream;
+  const out = textSink();
   let exit: number = EXIT.ok;
   await driftCommand({
     clients: run.t,
@@ -40,7 +40,8 @@ async function drift(run: E2E, remediate: boolean): Promise<{ printed: unknown[]
     exit = err.exitCode;
   });
   // One JSON document per report (and the remediation's result between them).
-  const printed = text
+  const printed = out
+    .text()
     .split(/\n(?=\{)/)
     .filter((t) => t.trim())
     .map((t) => JSON.parse(t));
