@@ -163,7 +163,8 @@ export class MigrationOrchestrator extends Construct {
     });
 
     const functions = new Map<FunctionId, nodejs.NodejsFunction>();
-    // The drift functions only read the registry; the migration functions keep runs, locks and snapshots.
+    // The drift functions only read the registry (but remediate-drift, which records its run); the migration
+    // functions keep runs, locks and snapshots.
     const fn = (
       fid: FunctionId,
       environment: Record<string, string>,
@@ -239,7 +240,7 @@ export class MigrationOrchestrator extends Construct {
           ...(cluster ? clusterEnv : {}),
           ...(publishes ? { [ENV.eventBusName]: this.bus.eventBusName } : {}),
         },
-        'read',
+        step === 'remediate-drift' ? 'readWrite' : 'read',
       );
       if (cluster) grantClusterAccess(f);
       if (publishes) this.bus.grantPutEventsTo(f);

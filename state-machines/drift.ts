@@ -1,7 +1,8 @@
 /**
  * Drift checks over the fleet, on a schedule: list the registry, check every cluster (a Distributed Map,
  * `maxConcurrency` clusters at once, from the input), publish DriftDetected (and a remediation request where
- * a cluster's policy says so) for each drifted one, then sum up.
+ * a cluster's policy says so) for each drifted one, flip its kubelets back where that is all its critical
+ * drift and its policy asks (lib/drift/remediate-step.ts), then sum up.
  *
  * A cluster never fails the fleet run: its check retries throttling and an unreachable API (the step
  * Tasks' retry policies), and every failure left is caught and reported as `unknown`. A failed publish
@@ -24,6 +25,9 @@ export const DRIFT_STATES = {
   drifted: 'Has it drifted?',
   publish: 'Publish the drift',
   publishFailed: 'Note the failed publish',
+  remediateKubelets: 'Are its kubelets to be flipped back?',
+  remediate: 'Flip the kubelets back to external',
+  remediationFailed: 'Note the failed remediation',
   unknown: 'Mark it unknown',
   done: 'Cluster checked',
   summarize: 'Sum up the fleet',
@@ -68,7 +72,30 @@ function perCluster(scope: Construct, stepTask: StepTaskFactory): sfn.IChainable
     payload: sfn.TaskInput.fromObject({ 'runId.$': '$.runId', 'summary.$': '$.drift' }),
     resultPath: sfn.JsonPath.DISCARD,
   }).addCatch(publishFailed, { errors: [sfn.Errors.ALL], resultPath: '$.publishError' });
-  publish.next(done);
+  // The check says `remediation: kubelets` only where the cluster's record asks for it (remediate-step.ts).
+  const remediationFailed = new sfn.Pass(scope, S.remediationFailed, {
+    stateName: S.remediationFailed,
+    parameters: { 'error.$': '$.remediationError.Error' },
+    resultPath: '$.drift.remediationFailed',
+  }).next(done);
+  const remediate = stepTask(scope, {
+    stateName: S.remediate,
+    step: 'remediate-drift',
+    payload: sfn.TaskInput.fromObject({ 'clusterId.$': '$.clusterId', 'runId.$': '$.runId' }),
+    resultPath: '$.drift.remediated',
+  }).addCatch(remediationFailed, { errors: [sfn.Errors.ALL], resultPath: '$.remediationError' });
+  remediate.next(done);
+  publish.next(
+    new sfn.Choice(scope, S.remediateKubelets, { stateName: S.remediateKubelets })
+      .when(
+        sfn.Condition.and(
+          sfn.Condition.isPresent('$.drift.remediation'),
+          sfn.Condition.stringEquals('$.drift.remediation', 'kubelets'),
+        ),
+        remediate,
+      )
+      .otherwise(done),
+  );
   return check.next(
     new sfn.Choice(scope, S.drifted, { stateName: S.drifted })
       .when(sfn.Condition.stringEquals('$.drift.status', 'drifted'), publish)

@@ -116,6 +116,8 @@ export interface FleetDriftCommand {
   readonly json: boolean;
   /** Clusters checked at once. */
   readonly concurrency: number;
+  /** Where a kubelet remediation (a cluster whose autoRemediate asks for one) records its run. */
+  readonly store?: RunStore;
   readonly agentImage?: string;
   readonly out?: NodeJS.WritableStream;
   /** Retry pauses per state name in ms (tests). */
@@ -134,7 +136,12 @@ function clusterLine(r: DriftSummary): string {
   const total = critical + warning + info;
   const more = total > r.findings.length ? [`    … and ${total - r.findings.length} more`] : [];
   const failed = r.publishFailed ? [`    (its event could not be published: ${r.publishFailed.error})`] : [];
-  return [head, ...r.findings.map((f) => `    ${f}`), ...more, ...failed].join('\n');
+  const remediated = r.remediated
+    ? [`    flipped ${r.remediated.kubelets} kubelet(s) back to external (run ${r.remediated.runId})`]
+    : r.remediationFailed
+      ? [`    its kubelets could not be flipped back: ${r.remediationFailed.error}`]
+      : [];
+  return [head, ...r.findings.map((f) => `    ${f}`), ...more, ...failed, ...remediated].join('\n');
 }
 
 function renderFleet(run: FleetRunResult): string {
@@ -162,6 +169,7 @@ export async function fleetDriftCommand(cmd: FleetDriftCommand): Promise<FleetRu
     members,
     depth: cmd.deep ? 'deep' : 'shallow',
     maxConcurrency: cmd.concurrency,
+    ...(cmd.store ? { store: cmd.store } : {}),
     ...(cmd.agentImage ? { agentImage: cmd.agentImage } : {}),
     ...(cmd.retryIntervalOverrides ? { retryIntervalOverrides: cmd.retryIntervalOverrides } : {}),
   });

@@ -326,7 +326,7 @@ export function buildProgram(): Command {
       new Option(
         '--registry <file>',
         'check every cluster of this fleet file (YAML/JSON: clusterId, provider, desiredMode, kubeconfig path) instead of one',
-      ).conflicts(['clusterId', 'kubeconfig', 'context', 'expect', 'stateDir']),
+      ).conflicts(['clusterId', 'kubeconfig', 'context', 'expect']),
     )
     .option('--concurrency <n>', 'with --registry: clusters checked at once', positiveInt, 10)
     .action(
@@ -351,6 +351,7 @@ export function buildProgram(): Command {
           }
           await fleetDriftCommand({
             registry: o.registry,
+            store: new LocalRunStore(o.stateDir ?? defaultStateDir()),
             deep: o.deep,
             json: o.json,
             concurrency: o.concurrency,

@@ -117,23 +117,25 @@ describe('functions', () => {
 });
 
 describe('drift', () => {
-  it('gives the drift functions read-only table access, and the migration functions read-write', () => {
+  it('gives the drift functions read-only table access (remediate-drift, which records its run, read-write), and the migration functions read-write', () => {
     const writes = (id: (typeof FUNCTION_IDS)[number]) =>
       statementsOf(roleOf(id)).some((s) => actions(s).includes('dynamodb:PutItem'));
     const reads = (id: (typeof FUNCTION_IDS)[number]) =>
       statementsOf(roleOf(id)).some((s) => actions(s).includes('dynamodb:Query'));
     for (const id of DRIFT_STEP_IDS) {
-      expect(writes(id), id).toBe(false);
+      expect(writes(id), id).toBe(id === 'remediate-drift');
       expect(reads(id), id).toBe(true);
     }
     expect(writes('preflight')).toBe(true);
-    // Only check-drift reaches clusters: the secret grant (asserted above for every function) and its env.
-    expect(DRIFT_STEP_IDS.filter((id) => talksToCluster(id))).toEqual(['check-drift']);
+    // Only check-drift and remediate-drift reach clusters: the secret grant (asserted above for every
+    // function) and its env.
+    expect(DRIFT_STEP_IDS.filter((id) => talksToCluster(id))).toEqual(['check-drift', 'remediate-drift']);
     const env = (id: (typeof FUNCTION_IDS)[number]) => {
       const fn = resources[logicalId(built.orchestrator.functions.get(id) as never)];
       return (fn?.Properties.Environment as { Variables: Record<string, unknown> } | undefined)?.Variables;
     };
     expect(env('check-drift')).toMatchObject({ KUBECONFIG_SECRET_PREFIX: 'ccm-migrate/clusters/' });
+    expect(env('remediate-drift')).toMatchObject({ KUBECONFIG_SECRET_PREFIX: 'ccm-migrate/clusters/' });
     expect(env('publish-drift')).toHaveProperty('EVENT_BUS_NAME');
     expect(env('list-clusters')).not.toHaveProperty('EVENT_BUS_NAME');
     expect(env('list-clusters')).not.toHaveProperty('KUBECONFIG_SECRET_PREFIX');

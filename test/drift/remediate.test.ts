@@ -2,13 +2,19 @@
  * The kubelet remediation as a plain function (lib/drift/remediate.ts), the one both `drift --remediate` and
  * the scheduled drift check run: a failure after the flip puts the kubelets back from the run's own backups
  * and ends the run rolled back; a cluster whose control plane is in-tree, or that another run holds, is
- * refused with nothing changed.
+ * refused with nothing changed. And the drift workflow (state-machines/drift.ts, run by the local engine as
+ * the schedule runs it on AWS) runs it for a cluster whose record asks for remediation, instead of
+ * requesting an upgrade, and for no other.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { remediationRequestId } from '../../lib/drift/events.ts';
+import type { FleetMember } from '../../lib/drift/fleet-file.ts';
+import { runFleetDriftLocally } from '../../lib/drift/local-fleet.ts';
 import { remediateKubelets } from '../../lib/drift/remediate.ts';
 import { ClusterLockedError, KubeApiThrottledError, PreflightFailedError } from '../../lib/errors.ts';
 import { localContext } from '../../lib/local/context.ts';
 import type { StepContext } from '../../lib/steps/context.ts';
+import { DRIFT_STATES } from '../../state-machines/drift.ts';
 import { type E2E, nodeFiles, startE2E } from '../e2e/harness.ts';
 import { eventually, FIXTURES, fixtureSpec, isReady } from '../twin/running-twin.ts';
 
@@ -94,5 +100,49 @@ describe('the kubelet remediation', () => {
     await expect(held).rejects.toBeInstanceOf(ClusterLockedError);
     expect(await run.store.get('aws-mini', 'fix-2')).toBeUndefined();
     expect(await nodeFiles(run.t)).toEqual(files);
+  });
+});
+
+describe('the scheduled drift check', () => {
+  const member = (run: E2E, autoRemediate: boolean): FleetMember => ({
+    clusterId: 'aws-mini',
+    provider: 'aws',
+    desiredMode: 'external',
+    policy: { maxUnavailable: 1, autoRemediate },
+    kubeconfig: run.t.twin.kubeconfigPath,
+  });
+  const fleetRun = (run: E2E, autoRemediate: boolean, runId: string) =>
+    runFleetDriftLocally({
+      members: [member(run, autoRemediate)],
+      depth: 'deep',
+      runId,
+      store: run.store,
+      waitMs: 10_000,
+      pollMs: 10,
+      retryIntervalOverrides: Object.fromEntries(Object.values(DRIFT_STATES).map((s) => [s, 20])),
+    });
+
+  it('flips kubelets back where the cluster record asks for remediation, and only reports them where not', async () => {
+    const run = await upgradedWithLateJoiner();
+
+    const reported = await fleetRun(run, false, 'drift-a');
+    expect(reported.results[0]).toMatchObject({ status: 'drifted', counts: { critical: 1 } });
+    expect(reported.results[0]).not.toHaveProperty('remediation');
+    expect(reported.events.map((e) => e['detail-type'])).toEqual(['DriftDetected']);
+    expect(run.t.twin.nodes.kubelet('worker-3').flags.get('cloud-provider')).toBe('aws');
+
+    const remediated = await fleetRun(run, true, 'drift-b');
+    const runId = remediationRequestId('drift-b', 'aws-mini');
+    expect(remediated.results[0]).toMatchObject({
+      status: 'drifted',
+      remediation: 'kubelets',
+      remediated: { runId, kubelets: 1 },
+    });
+    // No upgrade requested: the workflow flipped the kubelet itself, under a run of its own.
+    expect(remediated.events.map((e) => e['detail-type'])).toEqual(['DriftDetected']);
+    expect(await run.store.get('aws-mini', runId)).toMatchObject({ kind: 'remediate', status: 'succeeded' });
+    expect(run.t.twin.nodes.kubelet('worker-3').flags.get('cloud-provider')).toBe('external');
+
+    expect((await fleetRun(run, true, 'drift-c')).results[0]).toMatchObject({ status: 'clean' });
   });
 });
