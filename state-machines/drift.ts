@@ -34,6 +34,28 @@ export const DRIFT_STATES = {
   succeeded: 'Fleet checked',
 } as const;
 
+/**
+ * A Task of the branch whose failure is noted in the cluster's summary (`notePath`: the error's name) rather
+ * than failing the cluster: its check stands.
+ */
+function noteFailure(
+  scope: Construct,
+  opts: {
+    task: sfn.TaskStateBase;
+    noteName: string;
+    errorPath: string;
+    notePath: string;
+    done: sfn.IChainable;
+  },
+): sfn.TaskStateBase {
+  const noted = new sfn.Pass(scope, opts.noteName, {
+    stateName: opts.noteName,
+    parameters: { 'error.$': `${opts.errorPath}.Error` },
+    resultPath: opts.notePath,
+  }).next(opts.done);
+  return opts.task.addCatch(noted, { errors: [sfn.Errors.ALL], resultPath: opts.errorPath });
+}
+
 /** Per item, the Map's state is `{ clusterId, runId, depth }`; the branch leaves the summary in `$.drift`. */
 function perCluster(scope: Construct, stepTask: StepTaskFactory): sfn.IChainable {
   const S = DRIFT_STATES;
@@ -61,29 +83,31 @@ function perCluster(scope: Construct, stepTask: StepTaskFactory): sfn.IChainable
     }),
     resultPath: '$.drift',
   }).addCatch(unknown, { errors: [sfn.Errors.ALL], resultPath: '$.error' });
-  const publishFailed = new sfn.Pass(scope, S.publishFailed, {
-    stateName: S.publishFailed,
-    parameters: { 'error.$': '$.publishError.Error' },
-    resultPath: '$.drift.publishFailed',
-  }).next(done);
-  const publish = stepTask(scope, {
-    stateName: S.publish,
-    step: 'publish-drift',
-    payload: sfn.TaskInput.fromObject({ 'runId.$': '$.runId', 'summary.$': '$.drift' }),
-    resultPath: sfn.JsonPath.DISCARD,
-  }).addCatch(publishFailed, { errors: [sfn.Errors.ALL], resultPath: '$.publishError' });
+  const publish = noteFailure(scope, {
+    task: stepTask(scope, {
+      stateName: S.publish,
+      step: 'publish-drift',
+      payload: sfn.TaskInput.fromObject({ 'runId.$': '$.runId', 'summary.$': '$.drift' }),
+      resultPath: sfn.JsonPath.DISCARD,
+    }),
+    noteName: S.publishFailed,
+    errorPath: '$.publishError',
+    notePath: '$.drift.publishFailed',
+    done,
+  });
   // The check says `remediation: kubelets` only where the cluster's record asks for it (remediate-step.ts).
-  const remediationFailed = new sfn.Pass(scope, S.remediationFailed, {
-    stateName: S.remediationFailed,
-    parameters: { 'error.$': '$.remediationError.Error' },
-    resultPath: '$.drift.remediationFailed',
-  }).next(done);
-  const remediate = stepTask(scope, {
-    stateName: S.remediate,
-    step: 'remediate-drift',
-    payload: sfn.TaskInput.fromObject({ 'clusterId.$': '$.clusterId', 'runId.$': '$.runId' }),
-    resultPath: '$.drift.remediated',
-  }).addCatch(remediationFailed, { errors: [sfn.Errors.ALL], resultPath: '$.remediationError' });
+  const remediate = noteFailure(scope, {
+    task: stepTask(scope, {
+      stateName: S.remediate,
+      step: 'remediate-drift',
+      payload: sfn.TaskInput.fromObject({ 'clusterId.$': '$.clusterId', 'runId.$': '$.runId' }),
+      resultPath: '$.drift.remediated',
+    }),
+    noteName: S.remediationFailed,
+    errorPath: '$.remediationError',
+    notePath: '$.drift.remediationFailed',
+    done,
+  });
   remediate.next(done);
   publish.next(
     new sfn.Choice(scope, S.remediateKubelets, { stateName: S.remediateKubelets })
