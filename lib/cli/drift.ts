@@ -88,12 +88,11 @@ export async function driftCommand(cmd: DriftCommand): Promise<DriftReport> {
   };
   let report = await check();
   if (cmd.remediate && report.findings.some((f) => f.kind === 'kubelet-flags')) {
+    // A remediation cut short (Ctrl-C) still holds the cluster: this one resumes it.
+    const unfinished = await cmd.store.current(cmd.clusterId);
+    const runId = unfinished?.kind === 'remediate' ? unfinished.runId : newRunId('remediate');
     const remediation = await remediateKubelets(
-      {
-        clusterId: cmd.clusterId,
-        runId: newRunId('remediate'),
-        maxUnavailable: cmd.remediate.maxUnavailable,
-      },
+      { clusterId: cmd.clusterId, runId, maxUnavailable: cmd.remediate.maxUnavailable },
       { ...ctx, store: cmd.store },
     );
     out.write(

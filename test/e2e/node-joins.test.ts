@@ -22,14 +22,18 @@ afterEach(async () => {
 });
 
 /** `ccm-migrate drift --cluster-id aws-mini --deep [--remediate]`, its reports parsed from the JSON it prints. */
-async function drift(run: E2E, remediate: boolean): Promise<{ printed: unknown[]; exit: number }> {
+async function drift(
+  run: E2E,
+  remediate: boolean,
+  deep = true,
+): Promise<{ printed: unknown[]; exit: number }> {
   const out = textSink();
   let exit: number = EXIT.ok;
   await driftCommand({
     clients: run.t,
     store: run.store,
     clusterId: 'aws-mini',
-    deep: true,
+    deep,
     json: true,
     out,
     waitMs: 10_000,
@@ -76,6 +80,11 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
       'kubelet-flags Node worker-3 kubelet: --cloud-provider=aws with --cloud-config',
     ]);
 
+    // A shallow check cannot see kubelets: remediating from one is refused before anything is read.
+    expect(await drift(run, true, false)).toEqual({ printed: [], exit: EXIT.badInput });
+    // A remediation cut short still holds the cluster; the next --remediate resumes it.
+    await run.store.begin({ clusterId: 'aws-mini', runId: 'remediate-cut', kind: 'remediate' });
+
     const remediated = await drift(run, true);
     expect(remediated.exit).toBe(EXIT.ok);
     const [before, remediation, after] = remediated.printed as [
@@ -100,7 +109,10 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
 
     // A run of its own in the store, which the next drift check does not take for a migration.
     const runs = await run.store.list('aws-mini');
-    expect(runs.map((r) => `${r.kind} ${r.status}`)).toEqual(['upgrade succeeded', 'remediate succeeded']);
+    expect(runs.map((r) => `${r.kind} ${r.runId} ${r.status}`)).toEqual([
+      `upgrade ${runs[0]?.runId} succeeded`,
+      'remediate remediate-cut succeeded',
+    ]);
     expect(Object.keys(runs[1]?.steps ?? {})).toEqual(['kubelet/worker-3']);
     expect((await drift(run, false)).exit).toBe(EXIT.ok);
 
