@@ -18,6 +18,7 @@ import { detectProvider } from '../providers/provider-id.ts';
 import { listNodes } from '../steps/cluster.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { CliError, EXIT } from './exit-codes.ts';
+import { progressPrinter } from './migration.ts';
 
 export interface DriftCommand {
   readonly clients: KubeClients;
@@ -91,9 +92,11 @@ export async function driftCommand(cmd: DriftCommand): Promise<DriftReport> {
     // A remediation cut short (Ctrl-C) still holds the cluster: this one resumes it.
     const unfinished = await cmd.store.current(cmd.clusterId);
     const runId = unfinished?.kind === 'remediate' ? unfinished.runId : newRunId('remediate');
+    // Its progress as the upgrade prints it (not in JSON: the output stays one document per report).
+    const printer = progressPrinter(out);
     const remediation = await remediateKubelets(
       { clusterId: cmd.clusterId, runId, maxUnavailable: cmd.remediate.maxUnavailable },
-      { ...ctx, store: cmd.store },
+      { ...ctx, ...(cmd.json ? {} : { progress: printer.onProgress }), store: cmd.store },
     );
     out.write(
       cmd.json

@@ -87,7 +87,7 @@ async function flipInBatches(
   return error === undefined ? { started } : { started, error };
 }
 
-function describe(err: unknown): { name: string; message: string } {
+function errorOf(err: unknown): { name: string; message: string } {
   return err instanceof CcmMigrateError
     ? { name: err.name, message: err.message }
     : { name: 'Error', message: String((err as Error)?.message ?? err) };
@@ -103,12 +103,12 @@ async function putBack(
   ctx: StepContext,
   cause: unknown,
 ): Promise<void> {
-  const why = describe(cause);
+  const why = errorOf(cause);
   for (const node of nodes) {
     try {
       await restoreKubelet({ ...ids, sourceRunId: ids.runId, node, leaderMigration: false }, ctx);
     } catch (err) {
-      const failed = describe(err);
+      const failed = errorOf(err);
       await ctx.store.finish(ids.clusterId, ids.runId, {
         status: 'failed',
         error: {
@@ -169,7 +169,7 @@ export async function remediateKubelets(event: RemediateEvent, ctx: StepContext)
   } catch (err) {
     const record = await ctx.store.get(clusterId, runId);
     if (record?.status === 'running') {
-      await ctx.store.finish(clusterId, runId, { status: 'failed', error: describe(err) });
+      await ctx.store.finish(clusterId, runId, { status: 'failed', error: errorOf(err) });
     }
     throw err;
   }
