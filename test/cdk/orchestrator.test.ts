@@ -176,13 +176,23 @@ describe('drift', () => {
     );
   });
 
-  it('takes the rate and concurrency from props', () => {
+  it('takes the rate and concurrency from props, and adds a deep schedule when asked', () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
     const stack = new Stack(app, 'Rated', { env: { account: '111111111111', region: 'eu-west-1' } });
-    new MigrationOrchestrator(stack, 'CcmMigrate', { driftRate: Duration.hours(1), driftMaxConcurrency: 50 });
-    const [schedule] = Object.values(Template.fromStack(stack).findResources('AWS::Scheduler::Schedule'));
-    expect(schedule?.Properties.ScheduleExpression).toBe('rate(1 hour)');
-    expect(JSON.parse(schedule?.Properties.Target.Input).maxConcurrency).toBe(50);
+    new MigrationOrchestrator(stack, 'CcmMigrate', {
+      driftRate: Duration.hours(1),
+      driftMaxConcurrency: 50,
+      deepDriftRate: Duration.days(1),
+    });
+    const schedules = Object.values(Template.fromStack(stack).findResources('AWS::Scheduler::Schedule'));
+    const inputs = schedules.map((s) => [
+      s.Properties.ScheduleExpression,
+      JSON.parse(s.Properties.Target.Input),
+    ]);
+    expect(inputs).toEqual([
+      ['rate(1 hour)', expect.objectContaining({ depth: 'shallow', maxConcurrency: 50 })],
+      ['rate(1 day)', expect.objectContaining({ depth: 'deep', maxConcurrency: 50 })],
+    ]);
   });
 });
 
