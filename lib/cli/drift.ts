@@ -139,7 +139,9 @@ function clusterLine(r: DriftSummary): string {
   const more = total > r.findings.length ? [`    … and ${total - r.findings.length} more`] : [];
   const failed = r.publishFailed ? [`    (its event could not be published: ${r.publishFailed.error})`] : [];
   const remediated = r.remediated
-    ? [`    flipped ${r.remediated.kubelets} kubelet(s) back to external (run ${r.remediated.runId})`]
+    ? [
+        `    flipped ${r.remediated.kubelets} kubelet(s) back to external (run ${r.remediated.runId})${r.remediated.left > 0 ? `, ${r.remediated.left} left for the next run` : ''}`,
+      ]
     : r.remediationFailed
       ? [`    its kubelets could not be flipped back: ${r.remediationFailed.error}`]
       : [];

@@ -2,8 +2,8 @@
  * The drift workflow's remediation of kubelets (state-machines/drift.ts): where a cluster's record asks
  * for remediation and a deep check found only kubelets back on the in-tree provider of an external cluster,
  * the workflow runs the same remediation as `ccm-migrate drift --remediate` (remediate.ts) rather than
- * requesting a whole upgrade. Its run id comes from the drift run and the cluster, so that a retried Task
- * resumes that run instead of starting another.
+ * requesting a whole upgrade, one batch (the record's maxUnavailable) per drift run. Its run id comes from
+ * the drift run and the cluster, so that a retried Task resumes that run instead of starting another.
  */
 import * as z from 'zod';
 import { InvalidInputError } from '../errors.ts';
@@ -48,8 +48,11 @@ export async function remediateDrift(
       clusterId: cluster.clusterId,
       runId: remediationRequestId(event.runId, cluster.clusterId),
       maxUnavailable: cluster.policy.maxUnavailable,
+      // One batch per drift run: the examination, the flips, the verify and a put-back all fit one
+      // invocation's time; the next deep run takes the next batch.
+      maxNodes: cluster.policy.maxUnavailable,
     },
     { ...(await ctx.clusterContext(cluster.clusterId)), store: ctx.store },
   );
-  return { runId: result.runId, kubelets: result.flipped.length };
+  return { runId: result.runId, kubelets: result.flipped.length, left: result.left };
 }

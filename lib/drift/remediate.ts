@@ -29,6 +29,8 @@ import { kubeletAsDesired, kubeletCloudFlags } from './kubelet-flags.ts';
 export const RemediateEventSchema = RunIds.extend({
   /** Kubelets restarted at once, as the upgrade's. */
   maxUnavailable: UpgradeInputSchema.shape.maxUnavailable,
+  /** At most this many kubelets in this run (the rest are left for the next); all of them when absent. */
+  maxNodes: z.int().min(1).optional(),
 });
 export type RemediateEvent = z.input<typeof RemediateEventSchema>;
 
@@ -37,6 +39,8 @@ export const RemediationSchema = z.object({
   runId: z.string(),
   /** The nodes whose kubelet was flipped, control-plane nodes first. */
   flipped: z.array(z.string()),
+  /** Kubelets still on the in-tree provider, left for the next run by `maxNodes`. */
+  left: z.int(),
   /** Absent when no kubelet needed it. */
   verification: VerificationSchema.optional(),
 });
@@ -123,7 +127,7 @@ async function putBack(
 }
 
 export async function remediateKubelets(event: RemediateEvent, ctx: StepContext): Promise<Remediation> {
-  const { clusterId, runId, maxUnavailable } = RemediateEventSchema.parse(event);
+  const { clusterId, runId, maxUnavailable, maxNodes } = RemediateEventSchema.parse(event);
   const ids = { clusterId, runId };
   await ctx.store.begin({ ...ids, kind: 'remediate' });
   try {
@@ -138,28 +142,30 @@ export async function remediateKubelets(event: RemediateEvent, ctx: StepContext)
       );
     }
     const { inTreeName } = providerFacts(exam.provider);
-    const flipped = [...exam.controlPlaneNodes, ...exam.workerNodes].filter(
+    const inTree = [...exam.controlPlaneNodes, ...exam.workerNodes].filter(
       (node) => !kubeletAsDesired(kubeletCloudFlags(exam.files[node] ?? []), 'external', inTreeName),
     );
+    const flipped = inTree.slice(0, maxNodes ?? inTree.length);
+    const left = inTree.length - flipped.length;
     const snapshot = SnapshotSchema.parse(
       await ctx.store.setSnapshotOnce(clusterId, runId, await takeSnapshot(ctx, exam, options)),
     );
     if (flipped.length === 0) {
       ctx.progress({ step: 'remediate', message: 'every kubelet is external: nothing to flip' });
-      await ctx.store.finish(clusterId, runId, { status: 'succeeded', summary: { flipped } });
-      return { ...ids, flipped };
+      await ctx.store.finish(clusterId, runId, { status: 'succeeded', summary: { flipped, left } });
+      return { ...ids, flipped, left };
     }
     // Never a kubelet off the in-tree provider while no CCM leads: nothing would run the cloud loops for it.
     await waitFor('a CCM to hold and renew its lease', ccmLeaderPoll(ctx, snapshot), ctx);
     ctx.progress({
       step: 'remediate',
-      message: `${flipped.length} kubelet(s) on the in-tree provider, flipping ${maxUnavailable} at a time: ${flipped.join(', ')}`,
+      message: `${inTree.length} kubelet(s) on the in-tree provider, flipping ${maxUnavailable} at a time: ${flipped.join(', ')}${left > 0 ? ` (${left} left for the next run)` : ''}`,
     });
     const flips = await flipInBatches(ids, flipped, maxUnavailable, ctx);
     try {
       if (flips.error !== undefined) throw flips.error;
       const verification = await verify({ ...ids, canary: flipped.at(-1) }, ctx);
-      const result: Remediation = { ...ids, flipped, verification };
+      const result: Remediation = { ...ids, flipped, left, verification };
       await ctx.store.finish(clusterId, runId, { status: 'succeeded', summary: result });
       return result;
     } catch (err) {

@@ -14,8 +14,11 @@ const LINE_MAX = 300;
 
 const Counts = z.object({ critical: z.int(), warning: z.int(), info: z.int() });
 
-/** What the workflow's kubelet remediation (remediate-step.ts) returns: its run, and the kubelets it flipped. */
-export const RemediatedSchema = z.object({ runId: ResourceName, kubelets: z.int() });
+/**
+ * What the workflow's kubelet remediation (remediate-step.ts) returns: its run, the kubelets it flipped and
+ * those left in-tree for the next run.
+ */
+export const RemediatedSchema = z.object({ runId: ResourceName, kubelets: z.int(), left: z.int() });
 
 export const DriftSummarySchema = z.object({
   clusterId: ResourceName,

@@ -122,27 +122,42 @@ describe('the scheduled drift check', () => {
       retryIntervalOverrides: Object.fromEntries(Object.values(DRIFT_STATES).map((s) => [s, 20])),
     });
 
-  it('flips kubelets back where the cluster record asks for remediation, and only reports them where not', async () => {
+  it('flips kubelets back where the cluster record asks for remediation, a batch per run, and only reports them where not', async () => {
     const run = await upgradedWithLateJoiner();
+    run.t.twin.faults.add({ kind: 'nodeJoins', group: 'worker', after: 0 });
+    await eventually(
+      async () => isReady((await run.t.core.readNode({ name: 'worker-4' }).catch(() => undefined)) as never),
+      { what: 'worker-4 to join Ready' },
+    );
+    const provider = (node: string) => run.t.twin.nodes.kubelet(node).flags.get('cloud-provider');
 
     const reported = await fleetRun(run, false, 'drift-a');
-    expect(reported.results[0]).toMatchObject({ status: 'drifted', counts: { critical: 1 } });
+    expect(reported.results[0]).toMatchObject({ status: 'drifted', counts: { critical: 2 } });
     expect(reported.results[0]).not.toHaveProperty('remediation');
     expect(reported.events.map((e) => e['detail-type'])).toEqual(['DriftDetected']);
-    expect(run.t.twin.nodes.kubelet('worker-3').flags.get('cloud-provider')).toBe('aws');
+    expect([provider('worker-3'), provider('worker-4')]).toEqual(['aws', 'aws']);
 
-    const remediated = await fleetRun(run, true, 'drift-b');
-    const runId = remediationRequestId('drift-b', 'aws-mini');
-    expect(remediated.results[0]).toMatchObject({
-      status: 'drifted',
-      remediation: 'kubelets',
-      remediated: { runId, kubelets: 1 },
-    });
-    // No upgrade requested: the workflow flipped the kubelet itself, under a run of its own.
-    expect(remediated.events.map((e) => e['detail-type'])).toEqual(['DriftDetected']);
-    expect(await run.store.get('aws-mini', runId)).toMatchObject({ kind: 'remediate', status: 'succeeded' });
-    expect(run.t.twin.nodes.kubelet('worker-3').flags.get('cloud-provider')).toBe('external');
+    // maxUnavailable 1: one kubelet per drift run, so that a run fits one invocation's time.
+    for (const [driftRun, left] of [
+      ['drift-b', 1],
+      ['drift-c', 0],
+    ] as const) {
+      const remediated = await fleetRun(run, true, driftRun);
+      const runId = remediationRequestId(driftRun, 'aws-mini');
+      expect(remediated.results[0]).toMatchObject({
+        status: 'drifted',
+        remediation: 'kubelets',
+        remediated: { runId, kubelets: 1, left },
+      });
+      // No upgrade requested: the workflow flipped the kubelet itself, under a run of its own.
+      expect(remediated.events.map((e) => e['detail-type'])).toEqual(['DriftDetected']);
+      expect(await run.store.get('aws-mini', runId)).toMatchObject({
+        kind: 'remediate',
+        status: 'succeeded',
+      });
+    }
+    expect([provider('worker-3'), provider('worker-4')]).toEqual(['external', 'external']);
 
-    expect((await fleetRun(run, true, 'drift-c')).results[0]).toMatchObject({ status: 'clean' });
+    expect((await fleetRun(run, true, 'drift-d')).results[0]).toMatchObject({ status: 'clean' });
   });
 });
