@@ -21,7 +21,7 @@ export const STORE_ONLY_STEPS: readonly StepId[] = ['finalize', 'record-failure'
 
 /** Whether a function talks to Kubernetes (and so runs the node agent and needs the cluster's secret). */
 export function talksToCluster(id: FunctionId): boolean {
-  if (id === 'check-drift') return true;
+  if (id === 'check-drift' || id === 'remediate-drift') return true;
   return (STEP_IDS as readonly string[]).includes(id) && !STORE_ONLY_STEPS.includes(id as StepId);
 }
 

@@ -66,6 +66,13 @@ export interface MigrationOrchestratorProps {
   /** Clusters a drift run checks at once; @default 10 */
   readonly driftMaxConcurrency?: number;
   /**
+   * How often a deep drift run (every node's kubelet read through the node agent: one short Job per node)
+   * checks the fleet besides the shallow one: only a deep check sees a node that joined with the in-tree
+   * kubelet flags of an old template, and only then are they flipped back for a cluster whose record says
+   * autoRemediate. @default none: deep checks only when started by hand
+   */
+  readonly deepDriftRate?: Duration;
+  /**
    * Every upgrade started by a `MigrationRequested` event (a drift run's remediation among them) waits after
    * preflight for `ccm-migrate approve`, whatever the event says; @default false: only runs that ask for it.
    */
@@ -115,6 +122,8 @@ export class MigrationOrchestrator extends Construct {
   /** Drift checks over the registered fleet, started by `driftSchedule`. */
   readonly drift: sfn.StateMachine;
   readonly driftSchedule: scheduler.Schedule;
+  /** Deep drift checks, when `deepDriftRate` asks for them. */
+  readonly deepDriftSchedule: scheduler.Schedule | undefined;
   readonly functions: ReadonlyMap<FunctionId, nodejs.NodejsFunction>;
   /** The alarms (notifying the topic) and the dashboard. */
   readonly monitoring: Monitoring;
@@ -163,7 +172,8 @@ export class MigrationOrchestrator extends Construct {
     });
 
     const functions = new Map<FunctionId, nodejs.NodejsFunction>();
-    // The drift functions only read the registry; the migration functions keep runs, locks and snapshots.
+    // The drift functions only read the registry (but remediate-drift, which records its run); the migration
+    // functions keep runs, locks and snapshots.
     const fn = (
       fid: FunctionId,
       environment: Record<string, string>,
@@ -239,7 +249,7 @@ export class MigrationOrchestrator extends Construct {
           ...(cluster ? clusterEnv : {}),
           ...(publishes ? { [ENV.eventBusName]: this.bus.eventBusName } : {}),
         },
-        'read',
+        step === 'remediate-drift' ? 'readWrite' : 'read',
       );
       if (cluster) grantClusterAccess(f);
       if (publishes) this.bus.grantPutEventsTo(f);
@@ -401,18 +411,23 @@ export class MigrationOrchestrator extends Construct {
     });
     // The schedule's role may only start the drift machine (the target's own grant); the execution name is
     // Step Functions' own, the run id the schedule's invocation id (lower-case letters and digits).
-    this.driftSchedule = new scheduler.Schedule(this, 'DriftSchedule', {
-      description: 'ccm-migrate: drift checks over every registered cluster',
-      schedule: scheduler.ScheduleExpression.rate(props.driftRate ?? Duration.minutes(15)),
-      target: new schedulerTargets.StepFunctionsStartExecution(this.drift, {
-        input: scheduler.ScheduleTargetInput.fromObject({
-          runId: scheduler.ContextAttribute.executionId,
-          depth: 'shallow',
-          maxConcurrency: props.driftMaxConcurrency ?? 10,
+    const driftSchedule = (id: string, depth: 'shallow' | 'deep', rate: Duration) =>
+      new scheduler.Schedule(this, id, {
+        description: `ccm-migrate: ${depth} drift checks over every registered cluster`,
+        schedule: scheduler.ScheduleExpression.rate(rate),
+        target: new schedulerTargets.StepFunctionsStartExecution(this.drift, {
+          input: scheduler.ScheduleTargetInput.fromObject({
+            runId: scheduler.ContextAttribute.executionId,
+            depth,
+            maxConcurrency: props.driftMaxConcurrency ?? 10,
+          }),
+          retryAttempts: 2,
         }),
-        retryAttempts: 2,
-      }),
-    });
+      });
+    this.driftSchedule = driftSchedule('DriftSchedule', 'shallow', props.driftRate ?? Duration.minutes(15));
+    this.deepDriftSchedule = props.deepDriftRate
+      ? driftSchedule('DeepDriftSchedule', 'deep', props.deepDriftRate)
+      : undefined;
     this.monitoring = new Monitoring(this, 'Monitoring', {
       machines: { upgrade: this.upgrade, downgrade: this.downgrade },
       drift: this.drift,

@@ -1,7 +1,8 @@
 /**
  * Drift checks over the fleet, on a schedule: list the registry, check every cluster (a Distributed Map,
  * `maxConcurrency` clusters at once, from the input), publish DriftDetected (and a remediation request where
- * a cluster's policy says so) for each drifted one, then sum up.
+ * a cluster's policy says so) for each drifted one, flip its kubelets back where that is all its critical
+ * drift and its policy asks (lib/drift/remediate-step.ts), then sum up.
  *
  * A cluster never fails the fleet run: its check retries throttling and an unreachable API (the step
  * Tasks' retry policies), and every failure left is caught and reported as `unknown`. A failed publish
@@ -24,11 +25,36 @@ export const DRIFT_STATES = {
   drifted: 'Has it drifted?',
   publish: 'Publish the drift',
   publishFailed: 'Note the failed publish',
+  remediateKubelets: 'Are its kubelets to be flipped back?',
+  remediate: 'Flip the kubelets back to external',
+  remediationFailed: 'Note the failed remediation',
   unknown: 'Mark it unknown',
   done: 'Cluster checked',
   summarize: 'Sum up the fleet',
   succeeded: 'Fleet checked',
 } as const;
+
+/**
+ * A Task of the branch whose failure is noted in the cluster's summary (`notePath`: the error's name) rather
+ * than failing the cluster: its check stands.
+ */
+function noteFailure(
+  scope: Construct,
+  opts: {
+    task: sfn.TaskStateBase;
+    noteName: string;
+    errorPath: string;
+    notePath: string;
+    done: sfn.IChainable;
+  },
+): sfn.TaskStateBase {
+  const noted = new sfn.Pass(scope, opts.noteName, {
+    stateName: opts.noteName,
+    parameters: { 'error.$': `${opts.errorPath}.Error` },
+    resultPath: opts.notePath,
+  }).next(opts.done);
+  return opts.task.addCatch(noted, { errors: [sfn.Errors.ALL], resultPath: opts.errorPath });
+}
 
 /** Per item, the Map's state is `{ clusterId, runId, depth }`; the branch leaves the summary in `$.drift`. */
 function perCluster(scope: Construct, stepTask: StepTaskFactory): sfn.IChainable {
@@ -57,18 +83,43 @@ function perCluster(scope: Construct, stepTask: StepTaskFactory): sfn.IChainable
     }),
     resultPath: '$.drift',
   }).addCatch(unknown, { errors: [sfn.Errors.ALL], resultPath: '$.error' });
-  const publishFailed = new sfn.Pass(scope, S.publishFailed, {
-    stateName: S.publishFailed,
-    parameters: { 'error.$': '$.publishError.Error' },
-    resultPath: '$.drift.publishFailed',
-  }).next(done);
-  const publish = stepTask(scope, {
-    stateName: S.publish,
-    step: 'publish-drift',
-    payload: sfn.TaskInput.fromObject({ 'runId.$': '$.runId', 'summary.$': '$.drift' }),
-    resultPath: sfn.JsonPath.DISCARD,
-  }).addCatch(publishFailed, { errors: [sfn.Errors.ALL], resultPath: '$.publishError' });
-  publish.next(done);
+  const publish = noteFailure(scope, {
+    task: stepTask(scope, {
+      stateName: S.publish,
+      step: 'publish-drift',
+      payload: sfn.TaskInput.fromObject({ 'runId.$': '$.runId', 'summary.$': '$.drift' }),
+      resultPath: sfn.JsonPath.DISCARD,
+    }),
+    noteName: S.publishFailed,
+    errorPath: '$.publishError',
+    notePath: '$.drift.publishFailed',
+    done,
+  });
+  // The check says `remediation: kubelets` only where the cluster's record asks for it (remediate-step.ts).
+  const remediate = noteFailure(scope, {
+    task: stepTask(scope, {
+      stateName: S.remediate,
+      step: 'remediate-drift',
+      payload: sfn.TaskInput.fromObject({ 'clusterId.$': '$.clusterId', 'runId.$': '$.runId' }),
+      resultPath: '$.drift.remediated',
+    }),
+    noteName: S.remediationFailed,
+    errorPath: '$.remediationError',
+    notePath: '$.drift.remediationFailed',
+    done,
+  });
+  remediate.next(done);
+  publish.next(
+    new sfn.Choice(scope, S.remediateKubelets, { stateName: S.remediateKubelets })
+      .when(
+        sfn.Condition.and(
+          sfn.Condition.isPresent('$.drift.remediation'),
+          sfn.Condition.stringEquals('$.drift.remediation', 'kubelets'),
+        ),
+        remediate,
+      )
+      .otherwise(done),
+  );
   return check.next(
     new sfn.Choice(scope, S.drifted, { stateName: S.drifted })
       .when(sfn.Condition.stringEquals('$.drift.status', 'drifted'), publish)

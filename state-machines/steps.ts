@@ -36,7 +36,13 @@ export const STEP_IDS = [
  * (the registry and access to any registered cluster, lib/drift/steps.ts) than one cluster's migration
  * steps, and get their functions from the drift part of the stack.
  */
-export const DRIFT_STEP_IDS = ['list-clusters', 'check-drift', 'publish-drift', 'summarize-drift'] as const;
+export const DRIFT_STEP_IDS = [
+  'list-clusters',
+  'check-drift',
+  'publish-drift',
+  'remediate-drift',
+  'summarize-drift',
+] as const;
 export type DriftStepId = (typeof DRIFT_STEP_IDS)[number];
 export type MigrationStepId = (typeof STEP_IDS)[number];
 export type StepId = MigrationStepId | DriftStepId;

@@ -24,6 +24,7 @@ import type { MigrationKind } from '../local/migration.ts';
 import type { UpgradeOptions } from '../steps/schemas.ts';
 import { confirm } from './confirm.ts';
 import { CliError, EXIT, exitCodeForError } from './exit-codes.ts';
+import { joinSourcesAfter } from './join-sources.ts';
 import { progressPrinter, renderSummary, verifiedNodes } from './migration.ts';
 
 export interface AwsMigrationCommand {
@@ -279,15 +280,17 @@ async function follow(sfn: SFNClient, executionArn: string, out: NodeJS.Writable
 }
 
 function awsSummary(kind: MigrationKind, result: AwsRunResult): string {
-  return renderSummary(
-    `${kind} ${result.status.toLowerCase()}: cluster ${result.clusterId}, run ${result.runId}${result.started ? '' : ' (followed)'}`,
-    [
-      ['execution', result.executionArn],
-      ['duration', `${(result.durationMs / 1000).toFixed(1)} s`],
-      ['nodes', verifiedNodes(result.output)],
-      ['states entered', result.transitions],
-    ],
-    result.error,
+  return (
+    renderSummary(
+      `${kind} ${result.status.toLowerCase()}: cluster ${result.clusterId}, run ${result.runId}${result.started ? '' : ' (followed)'}`,
+      [
+        ['execution', result.executionArn],
+        ['duration', `${(result.durationMs / 1000).toFixed(1)} s`],
+        ['nodes', verifiedNodes(result.output)],
+        ['states entered', result.transitions],
+      ],
+      result.error,
+    ) + joinSourcesAfter(kind, result.status === 'SUCCEEDED')
   );
 }
 

@@ -1,6 +1,7 @@
 /**
  * `ccm-migrate drift`: one cluster's drift report as a table or JSON, or (`--registry FILE`) every cluster
- * of a fleet file checked by the drift workflow, one line each; with an exit code for scripts.
+ * of a fleet file checked by the drift workflow, one line each; with an exit code for scripts. With
+ * `--remediate`, kubelets found in-tree on an external cluster are flipped and the cluster checked again.
  */
 
 import { checkDrift } from '../drift/check.ts';
@@ -8,13 +9,16 @@ import { expectationFromRuns } from '../drift/expectation.ts';
 import type { DesiredMode, DriftReport } from '../drift/findings.ts';
 import { loadFleetFile } from '../drift/fleet-file.ts';
 import { type FleetRunResult, runFleetDriftLocally } from '../drift/local-fleet.ts';
+import { remediateKubelets } from '../drift/remediate.ts';
 import type { DriftSummary } from '../drift/summary.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import { localContext } from '../local/context.ts';
+import { newRunId } from '../local/migration.ts';
 import { detectProvider } from '../providers/provider-id.ts';
 import { listNodes } from '../steps/cluster.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { CliError, EXIT } from './exit-codes.ts';
+import { progressPrinter } from './migration.ts';
 
 export interface DriftCommand {
   readonly clients: KubeClients;
@@ -24,8 +28,16 @@ export interface DriftCommand {
   readonly provider?: string;
   readonly deep: boolean;
   readonly json: boolean;
+  /**
+   * Flip the kubelets the deep check finds on the in-tree provider of a cluster that should be external
+   * (lib/drift/remediate.ts), then check again: the exit code is the second check's.
+   */
+  readonly remediate?: { readonly maxUnavailable: number };
   readonly agentImage?: string;
   readonly out?: NodeJS.WritableStream;
+  /** Wait bounds for the remediation (tests); as in Lambda otherwise. */
+  readonly waitMs?: number;
+  readonly pollMs?: number;
 }
 
 function renderReport(report: DriftReport): string {
@@ -47,9 +59,17 @@ export async function driftCommand(cmd: DriftCommand): Promise<DriftReport> {
       EXIT.badInput,
     );
   }
+  if (cmd.remediate && (expect !== 'external' || !cmd.deep)) {
+    throw new CliError(
+      '--remediate flips kubelets that a deep check finds in-tree on a cluster that should be external: pass --deep (and --expect external, unless its last run says so)',
+      EXIT.badInput,
+    );
+  }
   const ctx = localContext({
     clients: cmd.clients,
     ...(cmd.agentImage ? { agentImage: cmd.agentImage } : {}),
+    ...(cmd.waitMs !== undefined ? { waitMs: cmd.waitMs } : {}),
+    ...(cmd.pollMs !== undefined ? { pollMs: cmd.pollMs } : {}),
   });
   let provider = cmd.provider ?? fromRuns?.provider;
   if (!provider) {
@@ -61,8 +81,30 @@ export async function driftCommand(cmd: DriftCommand): Promise<DriftReport> {
     if (!provider)
       throw new CliError('cannot tell the cluster’s provider from its nodes: pass --provider', EXIT.badInput);
   }
-  const report = await checkDrift(ctx, { clusterId: cmd.clusterId, provider, expect, deep: cmd.deep });
-  (cmd.out ?? process.stdout).write(cmd.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
+  const out = cmd.out ?? process.stdout;
+  const check = async (): Promise<DriftReport> => {
+    const report = await checkDrift(ctx, { clusterId: cmd.clusterId, provider, expect, deep: cmd.deep });
+    out.write(cmd.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
+    return report;
+  };
+  let report = await check();
+  if (cmd.remediate && report.findings.some((f) => f.kind === 'kubelet-flags')) {
+    // A remediation cut short (Ctrl-C) still holds the cluster: this one resumes it.
+    const unfinished = await cmd.store.current(cmd.clusterId);
+    const runId = unfinished?.kind === 'remediate' ? unfinished.runId : newRunId('remediate');
+    // Its progress as the upgrade prints it (not in JSON: the output stays one document per report).
+    const printer = progressPrinter(out);
+    const remediation = await remediateKubelets(
+      { clusterId: cmd.clusterId, runId, maxUnavailable: cmd.remediate.maxUnavailable },
+      { ...ctx, ...(cmd.json ? {} : { progress: printer.onProgress }), store: cmd.store },
+    );
+    out.write(
+      cmd.json
+        ? `${JSON.stringify(remediation, null, 2)}\n`
+        : `remediation run ${remediation.runId}: flipped ${remediation.flipped.length} kubelet(s) to --cloud-provider=external (${remediation.flipped.join(', ')}), verified\n`,
+    );
+    report = await check();
+  }
   if (report.status === 'drifted')
     throw new CliError(`${report.findings.length} drift finding(s)`, EXIT.drifted);
   if (report.status === 'unknown') throw new CliError(`drift unknown: ${report.error}`, EXIT.unreachable);
@@ -76,6 +118,8 @@ export interface FleetDriftCommand {
   readonly json: boolean;
   /** Clusters checked at once. */
   readonly concurrency: number;
+  /** Where a kubelet remediation (a cluster whose autoRemediate asks for one) records its run. */
+  readonly store?: RunStore;
   readonly agentImage?: string;
   readonly out?: NodeJS.WritableStream;
   /** Retry pauses per state name in ms (tests). */
@@ -94,7 +138,14 @@ function clusterLine(r: DriftSummary): string {
   const total = critical + warning + info;
   const more = total > r.findings.length ? [`    … and ${total - r.findings.length} more`] : [];
   const failed = r.publishFailed ? [`    (its event could not be published: ${r.publishFailed.error})`] : [];
-  return [head, ...r.findings.map((f) => `    ${f}`), ...more, ...failed].join('\n');
+  const remediated = r.remediated
+    ? [
+        `    flipped ${r.remediated.kubelets} kubelet(s) back to external (run ${r.remediated.runId})${r.remediated.left > 0 ? `, ${r.remediated.left} left for the next run` : ''}`,
+      ]
+    : r.remediationFailed
+      ? [`    its kubelets could not be flipped back: ${r.remediationFailed.error}`]
+      : [];
+  return [head, ...r.findings.map((f) => `    ${f}`), ...more, ...failed, ...remediated].join('\n');
 }
 
 function renderFleet(run: FleetRunResult): string {
@@ -122,6 +173,7 @@ export async function fleetDriftCommand(cmd: FleetDriftCommand): Promise<FleetRu
     members,
     depth: cmd.deep ? 'deep' : 'shallow',
     maxConcurrency: cmd.concurrency,
+    ...(cmd.store ? { store: cmd.store } : {}),
     ...(cmd.agentImage ? { agentImage: cmd.agentImage } : {}),
     ...(cmd.retryIntervalOverrides ? { retryIntervalOverrides: cmd.retryIntervalOverrides } : {}),
   });

@@ -314,13 +314,19 @@ export function buildProgram(): Command {
       ).choices(['external', 'in-tree']),
     )
     .option('--deep', 'also read every node’s kubelet flags through the node agent (one Job per node)', false)
+    .option(
+      '--remediate',
+      'with --deep --expect external: flip each kubelet found on the in-tree provider (a node that joined from an old template) as the upgrade does, then check again',
+      false,
+    )
+    .option('--max-unavailable <n>', 'with --remediate: kubelets restarted at once', positiveInt, 1)
     .option('--json', 'print the report as JSON', false)
     .option('--state-dir <dir>', 'run records (default: $CCM_MIGRATE_STATE_DIR or ~/.ccm-migrate)')
     .addOption(
       new Option(
         '--registry <file>',
         'check every cluster of this fleet file (YAML/JSON: clusterId, provider, desiredMode, kubeconfig path) instead of one',
-      ).conflicts(['clusterId', 'kubeconfig', 'context', 'expect', 'stateDir']),
+      ).conflicts(['clusterId', 'kubeconfig', 'context', 'expect']),
     )
     .option('--concurrency <n>', 'with --registry: clusters checked at once', positiveInt, 10)
     .action(
@@ -328,6 +334,8 @@ export function buildProgram(): Command {
         o: ClusterFlags & {
           expect?: DesiredMode;
           deep: boolean;
+          remediate: boolean;
+          maxUnavailable: number;
           json: boolean;
           stateDir?: string;
           registry?: string;
@@ -335,8 +343,15 @@ export function buildProgram(): Command {
         },
       ) => {
         if (o.registry) {
+          if (o.remediate) {
+            throw new CliError(
+              '--remediate works on one cluster: with --registry, a cluster’s policy (autoRemediate) says whether its drift is remediated',
+              EXIT.badInput,
+            );
+          }
           await fleetDriftCommand({
             registry: o.registry,
+            store: new LocalRunStore(o.stateDir ?? defaultStateDir()),
             deep: o.deep,
             json: o.json,
             concurrency: o.concurrency,
@@ -352,6 +367,7 @@ export function buildProgram(): Command {
           store: new LocalRunStore(o.stateDir ?? defaultStateDir()),
           deep: o.deep,
           json: o.json,
+          ...(o.remediate ? { remediate: { maxUnavailable: o.maxUnavailable } } : {}),
           ...(o.expect ? { expect: o.expect } : {}),
           ...(o.provider ? { provider: o.provider } : {}),
           ...(o.agentImage ? { agentImage: o.agentImage } : {}),

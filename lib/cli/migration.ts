@@ -19,6 +19,7 @@ import type { UpgradeOptions } from '../steps/schemas.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { confirm } from './confirm.ts';
 import { CliError, EXIT, exitCodeForError } from './exit-codes.ts';
+import { joinSourcesAfter } from './join-sources.ts';
 
 export interface MigrationCommand {
   readonly kind: MigrationKind;
@@ -78,15 +79,17 @@ export function verifiedNodes(output: unknown): number | undefined {
 
 export function summary(kind: MigrationKind, result: MigrationRunResult): string {
   const status = result.status === 'SUCCEEDED' ? 'succeeded' : result.status.toLowerCase();
-  return renderSummary(
-    `${kind} ${status}: cluster ${result.clusterId}, run ${result.runId}${result.resumed ? ' (resumed)' : ''}`,
-    [
-      ['duration', seconds(result.durationMs)],
-      ['nodes', verifiedNodes(result.output)],
-      ['API requests', result.apiRequests],
-      ['state transitions', result.transitions],
-    ],
-    result.error,
+  return (
+    renderSummary(
+      `${kind} ${status}: cluster ${result.clusterId}, run ${result.runId}${result.resumed ? ' (resumed)' : ''}`,
+      [
+        ['duration', seconds(result.durationMs)],
+        ['nodes', verifiedNodes(result.output)],
+        ['API requests', result.apiRequests],
+        ['state transitions', result.transitions],
+      ],
+      result.error,
+    ) + joinSourcesAfter(kind, result.status === 'SUCCEEDED')
   );
 }
 

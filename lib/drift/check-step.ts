@@ -7,6 +7,7 @@ import { CcmMigrateError } from '../errors.ts';
 import { ResourceName } from '../steps/schemas.ts';
 import { checkDrift } from './check.ts';
 import { DesiredModeSchema } from './findings.ts';
+import { remediatesKubelets } from './remediate-step.ts';
 import { DepthSchema, type DriftStepContext, registered } from './steps.ts';
 import { type DriftSummary, summarizeReport, unknownSummary } from './summary.ts';
 
@@ -37,7 +38,8 @@ export async function checkClusterDrift(
       throwRetryable: true,
       ...(ctx.now ? { now: ctx.now } : {}),
     });
-    return summarizeReport(report);
+    const summary = summarizeReport(report);
+    return remediatesKubelets(report, cluster) ? { ...summary, remediation: 'kubelets' } : summary;
   } catch (err) {
     // Retrying cannot help: say why here, where the message is still ours and short.
     if (err instanceof CcmMigrateError && !err.retryable) {

@@ -12,6 +12,7 @@ import { isStagedCcm } from '../providers/render.ts';
 import { commandLine, componentOf, hasUninitializedTaint, isPodReady } from '../steps/cluster.ts';
 import type { ExamineContext } from '../steps/preflight.ts';
 import type { DesiredMode, DriftReport, Finding } from './findings.ts';
+import { kubeletAsDesired, kubeletCloudFlags, wantedKubeletProvider } from './kubelet-flags.ts';
 import { type ClusterObservation, observeCluster } from './observe.ts';
 
 export interface DriftOptions {
@@ -239,21 +240,14 @@ function kubeadmFindings(o: ClusterObservation, expect: DesiredMode, inTree: str
 
 function kubeletFindings(o: ClusterObservation, expect: DesiredMode, inTree: string | undefined): Finding[] {
   return Object.entries(o.kubeletFiles ?? {}).flatMap(([node, files]): Finding[] => {
-    // Later sources win, as in kubeadm's drop-in: the last one that gives the flag.
-    const sources = files.filter((f) => f.kind === 'kubelet-env');
-    const provider = sources
-      .map((f) => f.flags?.['cloud-provider'])
-      .filter((v) => v !== undefined)
-      .at(-1);
-    const cloudConfig = sources.some((f) => f.flags?.['cloud-config'] !== undefined);
-    const wanted = expect === 'external' ? 'external' : inTree;
-    if (provider === wanted && (expect === 'in-tree' || !cloudConfig)) return [];
+    const flags = kubeletCloudFlags(files);
+    if (kubeletAsDesired(flags, expect, inTree)) return [];
     return [
       {
         kind: 'kubelet-flags',
         object: `Node ${node} kubelet`,
-        expected: `--cloud-provider=${wanted}${expect === 'external' ? ', no --cloud-config' : ''}`,
-        seen: `--cloud-provider=${provider ?? '(none)'}${cloudConfig ? ' with --cloud-config' : ''}`,
+        expected: `--cloud-provider=${wantedKubeletProvider(expect, inTree)}${expect === 'external' ? ', no --cloud-config' : ''}`,
+        seen: `--cloud-provider=${flags.provider ?? '(none)'}${flags.cloudConfig ? ' with --cloud-config' : ''}`,
         severity: 'critical',
       },
     ];

@@ -2,7 +2,8 @@
  * The events a drifted cluster gives rise to: one DriftDetected, and, where the cluster's policy says
  * autoRemediate and a finding is critical, a MigrationRequested back to its desired mode. A warning or info
  * finding is reported only: a whole migration run (nodes drained, the control plane restarted) is no
- * remedy for a skewed image or a leftover Job. The request is published, never run inline:
+ * remedy for a skewed image or a leftover Job; nor for kubelets that came back in-tree on an external
+ * cluster, which the workflow flips itself (remediate-step.ts). The request is published, never run inline:
  * the starter takes it like any other (one run per cluster, its lock, its execution name), and its requestId
  * is derived from the drift run and the cluster, so a retried publish starts nothing twice. Pure.
  */
@@ -44,7 +45,8 @@ export function driftEvents(summary: DriftSummary, cluster: FleetCluster, runId:
       'DriftDetected event',
     ),
   ];
-  if (cluster.policy.autoRemediate && summary.counts.critical > 0) {
+  // Kubelets back on the in-tree provider are flipped by the drift workflow itself: no upgrade run for them.
+  if (cluster.policy.autoRemediate && summary.counts.critical > 0 && summary.remediation !== 'kubelets') {
     events.push(
       parseInput(
         MigrationRequested,

@@ -19,7 +19,10 @@ export async function expectationFromRuns(
   store: RunStore,
   clusterId: string,
 ): Promise<Expectation | undefined> {
-  const last = (await store.list(clusterId)).filter((r) => r.status !== 'running').at(-1);
+  // A remediation keeps the cluster where its last migration took it: it says nothing of its own.
+  const last = (await store.list(clusterId))
+    .filter((r) => r.status !== 'running' && r.kind !== 'remediate')
+    .at(-1);
   if (!last || last.snapshot === undefined || last.status === 'failed') return undefined;
   const expect: DesiredMode = last.kind === 'upgrade' && last.status === 'succeeded' ? 'external' : 'in-tree';
   return { expect, provider: SnapshotSchema.parse(last.snapshot).provider, runId: last.runId };

@@ -12,6 +12,7 @@ import { type LocalRunResult, runLocally, type StepHandler } from '../local/engi
 import { type RenderedWorkflow, renderDefinition } from '../local/render.ts';
 import { runStep } from '../steps/index.ts';
 import { STEP_BUDGET_MS } from '../steps/time-budget.ts';
+import type { RunStore } from '../store/run-store.ts';
 import type { DriftEvent } from './events.ts';
 import type { FleetMember } from './fleet-file.ts';
 import { type DriftStepContext, type FleetDriftInput, FleetDriftInputSchema } from './steps.ts';
@@ -29,6 +30,8 @@ export interface FleetRunOptions {
   /** Retry pauses per state name in ms (tests); the definition's own intervals otherwise. */
   readonly retryIntervalOverrides?: Readonly<Record<string, number | number[]>>;
   readonly now?: () => number;
+  /** Where a kubelet remediation records its run (a cluster whose policy asks for one). */
+  readonly store?: RunStore;
 }
 
 export interface FleetRunResult extends LocalRunResult {
@@ -76,6 +79,7 @@ export async function runFleetDriftLocally(opts: FleetRunOptions): Promise<Fleet
       events.push(event);
     },
     ...(opts.now ? { now: opts.now } : {}),
+    ...(opts.store ? { store: opts.store } : {}),
   };
   const handlers = Object.fromEntries(
     DRIFT_STEP_IDS.map((id) => [id, (event: unknown) => runStep(id, event, ctx)]),

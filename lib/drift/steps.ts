@@ -9,6 +9,7 @@ import * as z from 'zod';
 import { InvalidInputError } from '../errors.ts';
 import type { ExamineContext } from '../steps/preflight.ts';
 import { ResourceName } from '../steps/schemas.ts';
+import type { RunStore } from '../store/run-store.ts';
 import { type DriftEvent, driftEvents, type FleetCluster } from './events.ts';
 import { DriftSummarySchema, type FleetSummary, summarizeFleet } from './summary.ts';
 
@@ -22,6 +23,8 @@ export interface DriftStepContext {
   readonly clusterContext: (clusterId: string) => Promise<ExamineContext>;
   /** Puts an event on the bus (AWS) or collects it (local mode). */
   readonly publish: (event: DriftEvent) => Promise<void>;
+  /** Where a remediation records its run: the run table (AWS), the state dir (local mode). */
+  readonly store?: RunStore;
   readonly now?: () => number;
 }
 

@@ -14,6 +14,12 @@ const LINE_MAX = 300;
 
 const Counts = z.object({ critical: z.int(), warning: z.int(), info: z.int() });
 
+/**
+ * What the workflow's kubelet remediation (remediate-step.ts) returns: its run, the kubelets it flipped and
+ * those left in-tree for the next run.
+ */
+export const RemediatedSchema = z.object({ runId: ResourceName, kubelets: z.int(), left: z.int() });
+
 export const DriftSummarySchema = z.object({
   clusterId: ResourceName,
   status: z.enum(['clean', 'drifted', 'unknown']),
@@ -28,6 +34,16 @@ export const DriftSummarySchema = z.object({
   error: z.string().max(1000).optional(),
   /** Set by the workflow when DriftDetected (or the remediation request) could not be published. */
   publishFailed: z.object({ error: z.string() }).optional(),
+  /**
+   * `kubelets`: the cluster's policy asks for remediation and its only critical drift is kubelets on the
+   * in-tree provider of an external cluster; the workflow flips them itself (remediate-step.ts) instead of
+   * requesting an upgrade.
+   */
+  remediation: z.literal('kubelets').optional(),
+  /** That remediation's run and how many kubelets it flipped. */
+  remediated: RemediatedSchema.optional(),
+  /** Set by the workflow when the remediation failed (its run record says how it ended). */
+  remediationFailed: z.object({ error: z.string() }).optional(),
 });
 export type DriftSummary = z.infer<typeof DriftSummarySchema>;
 

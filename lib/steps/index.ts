@@ -6,6 +6,7 @@
 import type * as z from 'zod';
 import type { DriftStepId, StepId } from '../../state-machines/steps.ts';
 import { CheckDriftEventSchema, checkClusterDrift } from '../drift/check-step.ts';
+import { RemediateDriftEventSchema, remediateDrift } from '../drift/remediate-step.ts';
 import {
   type DriftStepContext,
   ListClustersEventSchema,
@@ -69,6 +70,7 @@ export const STEPS: { readonly [K in StepId]: StepDefinition<z.ZodType, ContextO
   'list-clusters': step(ListClustersEventSchema, listClusters),
   'check-drift': step(CheckDriftEventSchema, checkClusterDrift),
   'publish-drift': step(PublishDriftEventSchema, publishDrift),
+  'remediate-drift': step(RemediateDriftEventSchema, remediateDrift),
   'summarize-drift': step(SummarizeDriftEventSchema, summarizeDrift),
 };
 

@@ -666,6 +666,31 @@ export function ccmSnapshotFields(
   };
 }
 
+/**
+ * The way back as the examination saw the cluster: its node files and cloud fields, LoadBalancer ingress
+ * and kubeadm's records (what verify compares with, and what a restore puts back).
+ */
+export async function takeSnapshot(
+  ctx: ExamineContext,
+  exam: ClusterExamination,
+  options: UpgradeOptions,
+): Promise<Snapshot> {
+  const expected = expectedAddresses(exam.predictedAddresses, ccmName(exam.provider));
+  const snapshot: Snapshot = {
+    takenAt: new Date().toISOString(),
+    ...ccmSnapshotFields(exam, options),
+    ccmImage: exam.ccmImage,
+    ...(pluginRequired(exam.imageCredentials) ? { imageCredentialsRequired: true } : {}),
+    nodes: Object.fromEntries(exam.nodes.map((n) => [nodeName(n), factsOf(n, expected[nodeName(n)])])),
+    loadBalancers: await loadBalancers(ctx),
+  };
+  const clusterConfiguration = await readClusterConfiguration(ctx);
+  if (clusterConfiguration !== undefined) snapshot.kubeadmClusterConfiguration = clusterConfiguration;
+  const kubeletConfiguration = await readKubeletConfiguration(ctx);
+  if (kubeletConfiguration !== undefined) snapshot.kubeletConfiguration = kubeletConfiguration;
+  return snapshot;
+}
+
 function sameImages(a: ImageOverrides | undefined, b: ImageOverrides | undefined): boolean {
   const entries = (m: ImageOverrides | undefined) => JSON.stringify(Object.entries(m ?? {}).sort());
   return entries(a) === entries(b);
@@ -724,19 +749,8 @@ export async function preflight(
     await ctx.store.setSnapshotOnce(event.clusterId, event.runId, previous.snapshot);
     ctx.progress({ step: 'preflight', message: `continuing the half-done upgrade of run ${previous.runId}` });
   }
+  const snapshot = await takeSnapshot(ctx, exam, event.options);
   const expected = expectedAddresses(exam.predictedAddresses, ccmName(exam.provider));
-  const snapshot: Snapshot = {
-    takenAt: new Date().toISOString(),
-    ...ccmSnapshotFields(exam, event.options),
-    ccmImage: exam.ccmImage,
-    ...(pluginRequired(exam.imageCredentials) ? { imageCredentialsRequired: true } : {}),
-    nodes: Object.fromEntries(exam.nodes.map((n) => [nodeName(n), factsOf(n, expected[nodeName(n)])])),
-    loadBalancers: await loadBalancers(ctx),
-  };
-  const clusterConfiguration = await readClusterConfiguration(ctx);
-  if (clusterConfiguration !== undefined) snapshot.kubeadmClusterConfiguration = clusterConfiguration;
-  const kubeletConfiguration = await readKubeletConfiguration(ctx);
-  if (kubeletConfiguration !== undefined) snapshot.kubeletConfiguration = kubeletConfiguration;
   // A resumed run keeps the snapshot of its first preflight: that one saw the cluster before any change.
   const recorded = SnapshotSchema.parse(
     await ctx.store.setSnapshotOnce(event.clusterId, event.runId, snapshot),

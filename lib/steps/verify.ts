@@ -50,9 +50,10 @@ function taintCanary(ctx: StepContext, name: string): Promise<void> {
 async function canaryCheck(
   ctx: StepContext,
   snapshot: Snapshot,
+  wanted: string | undefined,
 ): Promise<{ canary: string; clearedMs: number }> {
   const workers = Object.entries(snapshot.nodes).filter(([, n]) => n.role === 'worker');
-  const canary = (workers[0] ?? Object.entries(snapshot.nodes)[0])?.[0];
+  const canary = wanted ?? (workers[0] ?? Object.entries(snapshot.nodes)[0])?.[0];
   if (!canary) throw new VerificationFailedError('the snapshot lists no node to use as a canary');
   const started = Date.now();
   await taintCanary(ctx, canary);
@@ -157,10 +158,11 @@ async function lostIngress(ctx: StepContext, snapshot: Snapshot): Promise<string
   });
 }
 
-export async function verify(event: RunIds, ctx: StepContext): Promise<Verification> {
+/** `canary`: the node to taint (a drift remediation names one it flipped); by default the first worker. */
+export async function verify(event: RunIds & { canary?: string }, ctx: StepContext): Promise<Verification> {
   const snapshot = await loadSnapshot(ctx, event);
   const leader = await waitFor('a CCM to hold and renew its lease', ccmLeaderPoll(ctx, snapshot), ctx);
-  const { canary, clearedMs } = await canaryCheck(ctx, snapshot);
+  const { canary, clearedMs } = await canaryCheck(ctx, snapshot, event.canary);
   // A node that joined during the run may still be waiting for the CCM: give it the same bounded wait.
   const nodes = await waitFor(
     'no node to carry the uninitialized taint',

@@ -1,5 +1,5 @@
 /**
- * A run record: one upgrade or downgrade of one cluster, as the store keeps it (a JSON file in local mode,
+ * A run record: one upgrade, downgrade or remediation of one cluster, as the store keeps it (a JSON file in local mode,
  * a DynamoDB item in AWS). Small by design: step results and the snapshot are the JSON summaries steps
  * return, never file contents or credentials.
  */
@@ -18,8 +18,16 @@ export const IdSchema = z
 export const JsonSchema = z.json();
 export type Json = z.infer<typeof JsonSchema>;
 
+/** A migration: what a MigrationRequested asks for and a state machine runs. */
 export const RunKindSchema = z.enum(['upgrade', 'downgrade']);
 export type RunKind = z.infer<typeof RunKindSchema>;
+
+/**
+ * What a record is a run of: a migration, or a drift remediation (kubelets that came back in-tree flipped
+ * again, lib/drift/remediate.ts), which holds the cluster as a migration does.
+ */
+export const RecordKindSchema = z.enum([...RunKindSchema.options, 'remediate']);
+export type RecordKind = z.infer<typeof RecordKindSchema>;
 
 /** rolled-back: the run failed and undid what it had changed; its error is kept. */
 export const RunStatusSchema = z.enum(['running', 'succeeded', 'failed', 'rolled-back']);
@@ -36,7 +44,7 @@ export type RunError = z.infer<typeof RunErrorSchema>;
 export const RunRecordSchema = z.object({
   clusterId: IdSchema,
   runId: IdSchema,
-  kind: RunKindSchema,
+  kind: RecordKindSchema,
   status: RunStatusSchema,
   startedAt: Timestamp,
   updatedAt: Timestamp,

@@ -12,14 +12,14 @@ import {
   type Json,
   JsonSchema,
   parseInput,
+  type RecordKind,
+  RecordKindSchema,
   RunErrorSchema,
-  type RunKind,
-  RunKindSchema,
   type RunRecord,
   RunRecordSchema,
 } from './run-record.ts';
 
-export const BeginRunSchema = z.object({ clusterId: IdSchema, runId: IdSchema, kind: RunKindSchema });
+export const BeginRunSchema = z.object({ clusterId: IdSchema, runId: IdSchema, kind: RecordKindSchema });
 export type BeginRun = z.infer<typeof BeginRunSchema>;
 
 export const FinishRunSchema = z.object({
@@ -91,7 +91,8 @@ function refuseFinished(record: RunRecord): void {
   }
 }
 
-const described = (kind: RunKind) => (kind === 'upgrade' ? 'an upgrade' : 'a downgrade');
+const described = (kind: RecordKind) =>
+  ({ upgrade: 'an upgrade', downgrade: 'a downgrade', remediate: 'a remediation' })[kind];
 
 /** The record begin returns for a run that exists already. */
 export function resumed(record: RunRecord, run: BeginRun): RunRecord {

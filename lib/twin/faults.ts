@@ -1,7 +1,7 @@
 /**
  * Faults the twin injects: API errors, added latency, connection resets and concurrent writes per verb
  * and resource, a node
- * whose kubelet never comes back after a restart, and API outage windows. Set from the spec and changed at
+ * whose kubelet never comes back after a restart, nodes that join later, and API outage windows. Set from the spec and changed at
  * run time (tests add and clear them while a migration runs).
  */
 import type { Fault } from './spec.ts';
@@ -92,6 +92,19 @@ export class Faults {
     return f?.kind === 'crashWithoutFlag'
       ? `fault: ${component} on ${node} exits without --${f.flag}`
       : undefined;
+  }
+
+  /**
+   * The nodeJoins faults whose time has come and that have not fired yet: each fires once, however often
+   * this is asked.
+   */
+  joinsDue(now = Date.now()): Extract<Fault, { kind: 'nodeJoins' }>[] {
+    const due = this.#faults.filter(
+      (f): f is Extract<Fault, { kind: 'nodeJoins' }> =>
+        f.kind === 'nodeJoins' && now - this.#startedAt >= f.after && !this.#fired.has(f),
+    );
+    for (const f of due) this.#fired.set(f, 1);
+    return due;
   }
 
   /** Whether an API outage window covers this moment. */

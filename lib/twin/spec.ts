@@ -218,6 +218,18 @@ export const FaultSchema = z.discriminatedUnion('kind', [
     .strict(),
   z
     .object({
+      /**
+       * A new node of group `group` joins at `after` (from the twin's start) with the group's files as the
+       * spec gives them: the template it was launched from, whatever a migration did to the other nodes
+       * (an autoscaler or a replaced instance weeks after the upgrade, from user data nobody edited).
+       */
+      kind: z.literal('nodeJoins'),
+      group: LabelNameSchema,
+      after: DurationSchema,
+    })
+    .strict(),
+  z
+    .object({
       kind: z.literal('apiOutage'),
       /** From the twin's start. */
       after: DurationSchema,
@@ -271,6 +283,7 @@ export const TwinSpecSchema = z
       checkStaticPods(group, i, ctx);
     });
     checkApiServer(spec.nodeGroups, ctx);
+    checkJoiningGroups(spec, ctx);
   });
 export type TwinSpec = z.infer<typeof TwinSpecSchema>;
 export type TwinSpecInput = z.input<typeof TwinSpecSchema>;
@@ -315,6 +328,20 @@ function checkNodeNames(groups: readonly NodeGroup[], ctx: RefinementContext): v
       message: 'at least one control-plane node is required',
     });
   }
+}
+
+/** A node that joins later belongs to a group of the spec: its files are that group's. */
+function checkJoiningGroups(spec: Pick<TwinSpec, 'nodeGroups' | 'faults'>, ctx: RefinementContext): void {
+  const groups = spec.nodeGroups.map((g) => g.name);
+  spec.faults.forEach((f, i) => {
+    if (f.kind === 'nodeJoins' && !groups.includes(f.group)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['faults', i, 'group'],
+        message: `no node group ${f.group} (the spec's groups: ${groups.join(', ')})`,
+      });
+    }
+  });
 }
 
 /**

@@ -117,23 +117,25 @@ describe('functions', () => {
 });
 
 describe('drift', () => {
-  it('gives the drift functions read-only table access, and the migration functions read-write', () => {
+  it('gives the drift functions read-only table access (remediate-drift, which records its run, read-write), and the migration functions read-write', () => {
     const writes = (id: (typeof FUNCTION_IDS)[number]) =>
       statementsOf(roleOf(id)).some((s) => actions(s).includes('dynamodb:PutItem'));
     const reads = (id: (typeof FUNCTION_IDS)[number]) =>
       statementsOf(roleOf(id)).some((s) => actions(s).includes('dynamodb:Query'));
     for (const id of DRIFT_STEP_IDS) {
-      expect(writes(id), id).toBe(false);
+      expect(writes(id), id).toBe(id === 'remediate-drift');
       expect(reads(id), id).toBe(true);
     }
     expect(writes('preflight')).toBe(true);
-    // Only check-drift reaches clusters: the secret grant (asserted above for every function) and its env.
-    expect(DRIFT_STEP_IDS.filter((id) => talksToCluster(id))).toEqual(['check-drift']);
+    // Only check-drift and remediate-drift reach clusters: the secret grant (asserted above for every
+    // function) and its env.
+    expect(DRIFT_STEP_IDS.filter((id) => talksToCluster(id))).toEqual(['check-drift', 'remediate-drift']);
     const env = (id: (typeof FUNCTION_IDS)[number]) => {
       const fn = resources[logicalId(built.orchestrator.functions.get(id) as never)];
       return (fn?.Properties.Environment as { Variables: Record<string, unknown> } | undefined)?.Variables;
     };
     expect(env('check-drift')).toMatchObject({ KUBECONFIG_SECRET_PREFIX: 'ccm-migrate/clusters/' });
+    expect(env('remediate-drift')).toMatchObject({ KUBECONFIG_SECRET_PREFIX: 'ccm-migrate/clusters/' });
     expect(env('publish-drift')).toHaveProperty('EVENT_BUS_NAME');
     expect(env('list-clusters')).not.toHaveProperty('EVENT_BUS_NAME');
     expect(env('list-clusters')).not.toHaveProperty('KUBECONFIG_SECRET_PREFIX');
@@ -174,13 +176,23 @@ describe('drift', () => {
     );
   });
 
-  it('takes the rate and concurrency from props', () => {
+  it('takes the rate and concurrency from props, and adds a deep schedule when asked', () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
     const stack = new Stack(app, 'Rated', { env: { account: '111111111111', region: 'eu-west-1' } });
-    new MigrationOrchestrator(stack, 'CcmMigrate', { driftRate: Duration.hours(1), driftMaxConcurrency: 50 });
-    const [schedule] = Object.values(Template.fromStack(stack).findResources('AWS::Scheduler::Schedule'));
-    expect(schedule?.Properties.ScheduleExpression).toBe('rate(1 hour)');
-    expect(JSON.parse(schedule?.Properties.Target.Input).maxConcurrency).toBe(50);
+    new MigrationOrchestrator(stack, 'CcmMigrate', {
+      driftRate: Duration.hours(1),
+      driftMaxConcurrency: 50,
+      deepDriftRate: Duration.days(1),
+    });
+    const schedules = Object.values(Template.fromStack(stack).findResources('AWS::Scheduler::Schedule'));
+    const inputs = schedules.map((s) => [
+      s.Properties.ScheduleExpression,
+      JSON.parse(s.Properties.Target.Input),
+    ]);
+    expect(inputs).toEqual([
+      ['rate(1 hour)', expect.objectContaining({ depth: 'shallow', maxConcurrency: 50 })],
+      ['rate(1 day)', expect.objectContaining({ depth: 'deep', maxConcurrency: 50 })],
+    ]);
   });
 });
 

@@ -24,6 +24,7 @@ import { STACK_OUTPUTS } from '../../lib/aws/stack-outputs.ts';
 import { executionNameFor, runIdFor } from '../../lib/aws/starter.ts';
 import { awsMigrationCommand } from '../../lib/cli/aws.ts';
 import { EXIT } from '../../lib/cli/exit-codes.ts';
+import { joinSourcesNote } from '../../lib/cli/join-sources.ts';
 import { main } from '../../lib/cli/main.ts';
 
 const UPGRADE = 'arn:aws:states:eu-west-1:111111111111:stateMachine:Upgrade';
@@ -224,6 +225,7 @@ it('starts an upgrade named as the starter names it, announces it, prints its pr
     '  nodes:             3',
     '  states entered:    10',
     '',
+    ...lines(joinSourcesNote()),
   ]);
 });
 

@@ -1,5 +1,6 @@
 /**
- * The drift functions as Lambda runs them (checkDriftHandler, fleetStepHandler): the registry on a real DynamoDB (dynalite), the
+ * The drift functions as Lambda runs them (checkDriftHandler, fleetStepHandler, remediateDriftHandler): the
+ * registry and runs on a real DynamoDB (dynalite), the
  * cluster a twin reached through its kubeconfig from a (mocked) Secrets Manager, events put on a (mocked)
  * EventBridge bus.
  */
@@ -12,6 +13,7 @@ import { checkDriftHandler } from '../../lib/aws/drift-step-handler.ts';
 import type { DriftDeps } from '../../lib/aws/fleet-context.ts';
 import { fleetStepHandler } from '../../lib/aws/fleet-step-handler.ts';
 import { jsonLogger } from '../../lib/aws/logger.ts';
+import { remediateDriftHandler } from '../../lib/aws/remediate-step-handler.ts';
 import { remediationRequestId } from '../../lib/drift/events.ts';
 import {
   ListClustersEventSchema,
@@ -20,6 +22,7 @@ import {
   publishDrift,
 } from '../../lib/drift/steps.ts';
 import type { DriftSummary } from '../../lib/drift/summary.ts';
+import { DynamoRunStore } from '../../lib/store/dynamo-store.ts';
 import { type ClusterRecordInput, DynamoClusterRegistry } from '../../lib/store/registry.ts';
 import { type Dynalite, startDynalite } from '../store/dynalite.ts';
 import { FIXTURES, fixtureSpec, startTestTwin, type TestTwin } from '../twin/running-twin.ts';
@@ -32,6 +35,7 @@ const BUS = 'test-ccm-migrate';
 let twin: TestTwin;
 let db: Dynalite;
 let registry: DynamoClusterRegistry;
+let runs: DynamoRunStore;
 let kubeconfig: string;
 let logs: string[];
 
@@ -54,6 +58,7 @@ const HANDLERS = {
   'check-drift': () => checkDriftHandler(deps()),
   'list-clusters': () => fleetStepHandler('list-clusters', ListClustersEventSchema, listClusters, deps()),
   'publish-drift': () => fleetStepHandler('publish-drift', PublishDriftEventSchema, publishDrift, deps()),
+  'remediate-drift': () => remediateDriftHandler({ ...deps(), store: () => runs }),
 };
 const handler = (id: keyof typeof HANDLERS) => HANDLERS[id]();
 const ctx = LAMBDA_CONTEXT;
@@ -61,6 +66,7 @@ const ctx = LAMBDA_CONTEXT;
 beforeAll(async () => {
   [twin, db] = await Promise.all([startTestTwin(await fixtureSpec(FIXTURES.awsMini)), startDynalite()]);
   registry = new DynamoClusterRegistry({ client: db.client(), tableName: await db.table() });
+  runs = new DynamoRunStore({ client: db.client(), tableName: await db.table() });
   kubeconfig = await readFile(twin.twin.kubeconfigPath, 'utf8');
 });
 afterAll(async () => {
@@ -168,4 +174,33 @@ it('fails the publish when EventBridge refuses an entry, so that the workflow no
   await expect(handler('publish-drift')({ runId: 'run-6', summary: drifted }, ctx)).rejects.toThrow(
     /EventBridge refused DriftDetected: InternalFailure/,
   );
+});
+
+it('requests no upgrade for kubelets the workflow flips back itself', async () => {
+  await registry.put(record({ policy: { maxUnavailable: 2, autoRollback: true, autoRemediate: true } }));
+  const out = await handler('publish-drift')(
+    { runId: 'run-7', summary: { ...drifted, remediation: 'kubelets' } },
+    ctx,
+  );
+  expect(out).toEqual({ published: ['DriftDetected'] });
+});
+
+it('remediates kubelets only for a record that asks, through its secret, recording the run in the table', async () => {
+  await registry.put(record());
+  await expect(handler('remediate-drift')({ clusterId: 'mini', runId: 'run-8' }, ctx)).rejects.toThrow(
+    /record does not ask for its kubelets to be remediated/,
+  );
+  expect(secrets.commandCalls(GetSecretValueCommand)).toHaveLength(0);
+
+  // The twin's control plane is in-tree: the remediation reaches it, refuses, and says so in its run.
+  await registry.put(record({ policy: { maxUnavailable: 2, autoRollback: true, autoRemediate: true } }));
+  await expect(handler('remediate-drift')({ clusterId: 'mini', runId: 'run-8' }, ctx)).rejects.toThrow(
+    /the control plane is in-tree/,
+  );
+  expect(secrets.commandCalls(GetSecretValueCommand).map((c) => c.args[0].input.SecretId)).toEqual([ARN]);
+  expect(await runs.get('mini', remediationRequestId('run-8', 'mini'))).toMatchObject({
+    kind: 'remediate',
+    status: 'failed',
+    error: { name: 'PreflightFailed' },
+  });
 });

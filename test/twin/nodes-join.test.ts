@@ -19,6 +19,7 @@ import {
   dropCloudFlags,
   eventually,
   FIXTURES,
+  fixtureSpec,
   fixtureTwins,
   isReady,
   KCM,
@@ -264,6 +265,39 @@ describe('a node that joins a running twin', () => {
       { what: `the new kube-controller-manager mirror pod on ${name}` },
     );
     expect(after.spec?.containers[0]?.command?.some((arg) => arg.startsWith('--cloud-provider'))).toBe(false);
+  });
+
+  it('joins by a nodeJoins fault when its time comes, once, with the files the spec gives its group', async () => {
+    const t = await start(FIXTURES.awsMini);
+    // The nodes' own files move on (a migration); the group's, the launch template, do not.
+    await t.writeFile(
+      'worker-1',
+      KUBELET_FLAGS,
+      kubeletExternal(await t.readFile('worker-1', KUBELET_FLAGS)),
+    );
+    t.twin.faults.add({ kind: 'nodeJoins', group: 'worker', after: 600_000 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await t.core.listNode()).items).toHaveLength(3);
+
+    t.twin.faults.add({ kind: 'nodeJoins', group: 'worker', after: 0 });
+    const node = await eventually(() => t.core.readNode({ name: 'worker-3' }), { what: 'worker-3 to join' });
+    const group = t.twin.spec.nodeGroups.find((g) => g.name === 'worker');
+    expect(await t.readFile('worker-3', KUBELET_FLAGS)).toBe(group?.files[KUBELET_FLAGS]);
+    // Its kubelet runs the template's in-tree provider and registers from its own cloud instance, untainted.
+    expect(t.twin.nodes.kubelet('worker-3').flags.get('cloud-provider')).toBe('aws');
+    expect(node.spec?.providerID).toBe(t.twin.cloud.instanceFor('worker-3')?.providerID);
+    expect(hasUninitializedTaint(node as never)).toBe(false);
+    // Once: the fault stays listed, and no second node joins for it.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await t.core.listNode()).items).toHaveLength(4);
+  });
+
+  it('refuses a nodeJoins fault for a group the spec does not have', async () => {
+    await expect(
+      fixtureSpec(FIXTURES.awsMini, {
+        overrides: { faults: [{ kind: 'nodeJoins', group: 'gpu', after: 0 }] },
+      }),
+    ).rejects.toThrow(/faults\[0\]\.group: no node group gpu \(the spec's groups: cp, worker\)/);
   });
 
   it('is refused for an unknown group, a bad file path or a stopped twin, and nothing joins', async () => {

@@ -340,7 +340,8 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
   }
   for (const pod of store.list('pods').items) pods.observe('ADDED', pod);
 
-  // The file source's poll, spread over turns: each turn looks at the next slice of kubelets.
+  // The file source's poll, spread over turns: each turn looks at the next slice of kubelets, and lets
+  // in the nodes whose nodeJoins fault has come due (with their group's files from the spec).
   let cursor = 0;
   let loop: NodeJS.Timeout | undefined;
   const period = Math.max(spec.latencies.fileCheck, MIN_FILE_CHECK_MS);
@@ -349,6 +350,9 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
       const k = all[cursor] as Kubelet;
       cursor = (cursor + 1) % all.length;
       syncFiles(k);
+    }
+    for (const f of ctx.faults.joinsDue()) {
+      join(f.group).catch((err: unknown) => console.error(`twin nodeJoins ${f.group}:`, err));
     }
     if (!ctx.signal.aborted) loop = setTimeout(fileCheck, period);
   };
