@@ -95,13 +95,17 @@ export function pluginStartProblem(flags: ReadonlyMap<string, string>, host: Hos
     : undefined;
 }
 
-/** One host label against a glob label: `*` any run of characters, `?` one. */
+/** One host label against a glob label, as Go's filepath.Match reads `*` and `?` (a label has no separator). */
 function labelMatches(glob: string, label: string): boolean {
-  const pattern = glob
-    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-    .replace(/\*/g, '.*')
-    .replace(/\?/g, '.');
-  return new RegExp(`^${pattern}$`).test(label);
+  if (glob === '') return label === '';
+  if (glob[0] === '*') {
+    return Array.from({ length: label.length + 1 }, (_, i) => i).some((i) =>
+      labelMatches(glob.slice(1), label.slice(i)),
+    );
+  }
+  return (
+    label !== '' && (glob[0] === '?' || glob[0] === label[0]) && labelMatches(glob.slice(1), label.slice(1))
+  );
 }
 
 function globMatches(glob: string, registry: string): boolean {
