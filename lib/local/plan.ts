@@ -19,6 +19,7 @@ import { describeObject, FIELD_MANAGER } from '../kube/apply.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import { call, orNotFound } from '../kube/errors.ts';
 import { providerFacts } from '../providers/catalog.ts';
+import { PLUGIN_CONFIG_PATH } from '../providers/image-credentials.ts';
 import { type ContainerImage, renderedImages } from '../providers/image-overrides.ts';
 import { ccmNodeNetwork } from '../providers/node-network.ts';
 import { ccmDeploymentRef } from '../providers/render.ts';
@@ -125,6 +126,15 @@ async function deployedCcm(
   };
 }
 
+/**
+ * What stands for a file's diff the agent does not send: its answer must fit 4 KiB, so the credential
+ * plugin's config (ccm-migrate's own text, README's step 5) is named rather than shown.
+ */
+function noDiff(path: string, exam: ClusterExamination): string {
+  if (path !== PLUGIN_CONFIG_PATH) return '(diff not available)';
+  return `(new: the CredentialProviderConfig naming ${exam.imageCredentials.plugin}, which the kubelet is pointed at)`;
+}
+
 export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
   const runId = newRunId('plan');
   const ctx = localContext(opts);
@@ -145,7 +155,7 @@ export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
       ),
     });
     for (const f of result.files) {
-      if (f.changed) files.push({ node, path: f.path, diff: f.diff ?? '(diff not available)' });
+      if (f.changed) files.push({ node, path: f.path, diff: f.diff ?? noDiff(f.path, exam) });
     }
   }
   // The copy stage-ccm writes for the CCM, as preflight's dry run found it; shown without its text.

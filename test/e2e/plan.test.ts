@@ -32,9 +32,7 @@ describe('ccm-migrate plan on the AWS twin', () => {
       `worker-2:${CREDENTIALS}`,
       'worker-2:/var/lib/kubelet/kubeadm-flags.env',
     ]);
-    expect(plan.files.find((f) => f.path === CREDENTIALS)?.diff).toContain(
-      '+  - name: ecr-credential-provider',
-    );
+    expect(plan.files.find((f) => f.path === CREDENTIALS)?.diff).toContain('naming ecr-credential-provider');
     const kcm = plan.files.find((f) => f.path.endsWith('kube-controller-manager.yaml'));
     expect(kcm?.diff).toContain('-    - --cloud-provider=aws');
     expect(kcm?.diff).toContain('+    - --cloud-provider=external');

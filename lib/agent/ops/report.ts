@@ -11,7 +11,6 @@ import {
   kubeletFileArgs,
 } from '../../controlplane/kubelet-sources.ts';
 import { cloudFlagsOf, cloudFlagsOfArgs } from '../../controlplane/static-pod.ts';
-import { PLUGIN_CONFIG_PATH } from '../../providers/image-credentials.ts';
 import { decodeText } from '../files.ts';
 import type { AgentResult, FileReport } from '../protocol.ts';
 
@@ -56,8 +55,7 @@ function unifiedDiff(path: string, before: string | undefined, after: string | u
 
 /**
  * A file that changed (or, on a dry run, would). Only a file the agent reads as a manifest or kubelet flags
- * (or writes itself, without secrets) gets a diff: any other (a cloud config the run copied, and restore
- * removes) can hold credentials.
+ * gets a diff: any other (a cloud config the run copied, and restore removes) can hold credentials.
  */
 export function changeReport(
   path: string,
@@ -66,8 +64,7 @@ export function changeReport(
   backup?: string,
 ): FileReport {
   const changed = before !== after;
-  // The credential plugin's config is ccm-migrate's own text, and holds no secret.
-  const diffable = path === PLUGIN_CONFIG_PATH || describeFile(path, after ?? before).kind !== 'other';
+  const diffable = describeFile(path, after ?? before).kind !== 'other';
   return {
     ...describeFile(path, after),
     changed,
