@@ -303,12 +303,7 @@ const CASES: readonly Case[] = [
           body: JSON.stringify(obj),
           contentType: APPLY,
         });
-        out.push([
-          o.kind,
-          first.code,
-          again.code,
-          applied(first) === applied(again),
-        ]);
+        out.push([o.kind, first.code, again.code, applied(first) === applied(again)]);
       }
       return { code: 200, fields: out };
     },
