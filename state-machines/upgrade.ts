@@ -5,6 +5,9 @@
  * its objects applied, its workload scaled to zero) before the control plane moves, and started only once
  * no kube-controller-manager runs the in-tree cloud loops any more. Kubelets flip last: until then new nodes
  * register with the in-tree kubelet and need no CCM, and afterwards the CCM is there to initialise them.
+ * The CCM starts without its cloud-node-lifecycle controller (which deletes a NotReady Node whose lookup
+ * says it does not exist) and gets it only after it initialised every node again, in batches: a CCM that
+ * cannot find an instance fails the run instead of deleting the Node.
  *
  * On a replicated control plane (preflight decides: more than one control-plane node, Kubernetes 1.24+) the
  * cloud controllers are handed over by controller manager leader migration instead (KEP-2436; kubernetes.io
@@ -48,6 +51,9 @@ export const UPGRADE_STATES = {
   activate: 'Start the CCM',
   kubelets: 'Flip kubelets, control plane first',
   flipKubelet: 'Flip a kubelet',
+  verifyNodes: 'Have the CCM initialise every node, in batches',
+  verifyNode: 'Have the CCM initialise a node',
+  completeCcm: 'Give the CCM its full controller set',
   verify: 'Verify the cluster',
   finalize: 'Record the result',
   recordFailure: 'Record the failure',
@@ -228,6 +234,26 @@ export function upgradeDefinition(
       concurrency: { maxConcurrencyPath: '$.maxUnavailable' },
     }),
   );
+  // No Node deleted until the CCM has seen every node (lib/steps/verify-node.ts): it runs without its
+  // node-lifecycle controller until each node, maxUnavailable at a time, was initialised by it again.
+  const verifyNodes = catchRollingBack(
+    forEachNode(scope, {
+      mapName: S.verifyNodes,
+      itemsPath: '$.preflight.kubeletOrder',
+      taskName: S.verifyNode,
+      step: 'verify-node',
+      stepTask,
+      concurrency: { maxConcurrencyPath: '$.maxUnavailable' },
+    }),
+  );
+  const completeCcm = catchRollingBack(
+    stepTask(scope, {
+      stateName: S.completeCcm,
+      step: 'activate-ccm',
+      payload: sfn.TaskInput.fromObject({ ...IDS, nodeLifecycle: true }),
+      resultPath: sfn.JsonPath.DISCARD,
+    }),
+  );
   const verify = catchRollingBack(
     stepTask(scope, { stateName: S.verify, step: 'verify', payload: ids, resultPath: '$.verification' }),
   );
@@ -241,7 +267,8 @@ export function upgradeDefinition(
     }),
   );
 
-  controlPlane.next(activate).next(kubelets).next(verify);
+  controlPlane.next(activate).next(kubelets).next(verifyNodes);
+  verifyNodes.next(completeCcm).next(verify);
   const migrate = stage.next(
     new sfn.Choice(scope, S.useLeaderMigration, { stateName: S.useLeaderMigration })
       .when(
@@ -253,7 +280,7 @@ export function upgradeDefinition(
   const gated = approvalChoice(scope, { ...opts, migration: 'upgrade', onError: catchAll, next: migrate });
   const chain = preflight.next(
     new sfn.Choice(scope, S.nothingToDo, { stateName: S.nothingToDo })
-      .when(sfn.Condition.booleanEquals('$.preflight.alreadyExternal', true), verify)
+      .when(sfn.Condition.booleanEquals('$.preflight.alreadyExternal', true), verifyNodes)
       .otherwise(gated),
   );
   verify.next(finalize).next(new sfn.Succeed(scope, S.succeeded, { stateName: S.succeeded }));

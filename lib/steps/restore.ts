@@ -47,6 +47,7 @@ import { runsLeaderMigration } from './leader-migration.ts';
 import type { RestoreEvent, RestoreNodeEvent, Verification } from './schemas.ts';
 import { recordedOriginals, type Snapshot } from './snapshot.ts';
 import { loadSnapshot } from './snapshot-store.ts';
+import { removeUninitializedTaint } from './verify-node.ts';
 
 /** The kubelet flags a node had before the source run: those of any node's kubelet flag source. */
 function inTreeKubeletFlags(snapshot: Snapshot): Record<string, string> {
@@ -107,6 +108,9 @@ export async function restoreKubelet(
       : 'kubelet flags already as before',
   });
   await waitForNodeReady(ctx, event.node);
+  // In-tree, nothing clears the uninitialized taint: one left by verify-node (a batch cut short) or by a
+  // node that registered while external must not keep the node unschedulable.
+  await removeUninitializedTaint(ctx, event.node);
   return { changed: result.changed };
 }
 
