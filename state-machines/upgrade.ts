@@ -34,7 +34,7 @@ import type { Construct } from 'constructs';
 import { ERROR_NAMES } from '../lib/errors.ts';
 import { APPROVAL_STATES, type ApprovalGateOptions, approvalChoice } from './approval-gate.ts';
 import { type Catchable, failureEnding, forEachNode, IDS, isTrue, restoreSequence } from './shared.ts';
-import type { StepTaskFactory } from './steps.ts';
+import type { StepId, StepTaskFactory } from './steps.ts';
 
 export const UPGRADE_STATES = {
   preflight: 'Check the cluster',
@@ -222,30 +222,23 @@ export function upgradeDefinition(
     result: sfn.Result.fromObject({ enabled: true, reason: 'the CCM ran Ready under leader migration' }),
     resultPath: HAND_BACK_PATH,
   });
-  // One Map over every node, control-plane nodes first: at most maxUnavailable kubelets restart at once,
-  // so the whole flip takes ⌈nodes / maxUnavailable⌉ kubelet restarts (a kubelet restart stops no pod).
-  const kubelets = catchRollingBack(
-    forEachNode(scope, {
-      mapName: S.kubelets,
-      itemsPath: '$.preflight.kubeletOrder',
-      taskName: S.flipKubelet,
-      step: 'flip-kubelet',
-      stepTask,
-      concurrency: { maxConcurrencyPath: '$.maxUnavailable' },
-    }),
-  );
+  /** A step for every node, control-plane nodes first, maxUnavailable at a time. */
+  const inBatches = (mapName: string, taskName: string, step: StepId): sfn.Map =>
+    catchRollingBack(
+      forEachNode(scope, {
+        mapName,
+        itemsPath: '$.preflight.kubeletOrder',
+        taskName,
+        step,
+        stepTask,
+        concurrency: { maxConcurrencyPath: '$.maxUnavailable' },
+      }),
+    );
+  // The whole flip takes ⌈nodes / maxUnavailable⌉ kubelet restarts (a kubelet restart stops no pod).
+  const kubelets = inBatches(S.kubelets, S.flipKubelet, 'flip-kubelet');
   // No Node deleted until the CCM has seen every node (lib/steps/verify-node.ts): it runs without its
-  // node-lifecycle controller until each node, maxUnavailable at a time, was initialised by it again.
-  const verifyNodes = catchRollingBack(
-    forEachNode(scope, {
-      mapName: S.verifyNodes,
-      itemsPath: '$.preflight.kubeletOrder',
-      taskName: S.verifyNode,
-      step: 'verify-node',
-      stepTask,
-      concurrency: { maxConcurrencyPath: '$.maxUnavailable' },
-    }),
-  );
+  // node-lifecycle controller until each node was initialised by it again.
+  const verifyNodes = inBatches(S.verifyNodes, S.verifyNode, 'verify-node');
   const completeCcm = catchRollingBack(
     stepTask(scope, {
       stateName: S.completeCcm,
