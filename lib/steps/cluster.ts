@@ -48,15 +48,20 @@ export function nodeDeletedMessage(names: readonly string[]): string {
 
 /**
  * Wait until node `name` is Ready (after its kubelet restarted). A Node deleted meanwhile (by a cloud
- * controller, while NotReady) stops the run: its kubelet does not register it again by itself.
+ * controller, while NotReady) stops the run; on the way back (`reregisters`) its kubelet, restarted with
+ * its old flags, registers it again, and that is waited for.
  */
-export async function waitForNodeReady(ctx: StepContext, name: string): Promise<void> {
+export async function waitForNodeReady(
+  ctx: StepContext,
+  name: string,
+  opts: { reregisters?: boolean } = {},
+): Promise<void> {
   await waitFor(
     `node ${name} to be Ready`,
     async (event) => {
       const node = await latest(event, () => orNotFound(readNode(ctx, name)));
-      if (!node) throw new VerificationFailedError(nodeDeletedMessage([name]));
-      return isNodeReady(node);
+      if (!node && !opts.reregisters) throw new VerificationFailedError(nodeDeletedMessage([name]));
+      return node !== undefined && isNodeReady(node);
     },
     {
       ...ctx,

@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { UNINITIALIZED_TAINT } from '../../lib/kube/well-known.ts';
 import type { Fault } from '../../lib/twin/spec.ts';
+import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
 import { apiServersUnderTest } from '../real-api.ts';
 import { FIXTURES, fixtureSpec, type TestTwin } from '../twin/running-twin.ts';
 import { type E2E, nodeFiles, originalsOnly, startE2E } from './harness.ts';
@@ -101,5 +102,28 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
       await t.twin.monitor.stop();
       expect(t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
     }, 90_000);
+  });
+
+  it('stops a run whose Node is deleted meanwhile, naming it, and rolls back', async () => {
+    e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini), server);
+    const { t } = e2e;
+    let deleted: Promise<unknown> | undefined;
+    const result = await e2e.upgrade({
+      onEvent: (event) => {
+        // Someone (a cloud controller, an operator) deletes the Node while its kubelet runs on.
+        if (event.type === 'StateEntered' && event.state.name === UPGRADE_STATES.verifyNodes) {
+          deleted ??= t.core.deleteNode({ name: WORKER });
+        }
+      },
+    });
+    await deleted;
+
+    expect(result.error?.name, result.error?.cause).toBe('RolledBack');
+    expect(result.error?.cause).toMatch(`node ${WORKER} was deleted during the run`);
+    // Its kubelet, restored in-tree and restarted, registered it again.
+    expect(await nodeNames(t)).toContain(WORKER);
+    await t.twin.monitor.stop();
+    const recorded = t.twin.monitor.violations().filter((v) => v.kind === 'node-deleted');
+    expect(recorded.map((v) => v.detail)).toEqual([{ node: WORKER }]);
   });
 });
