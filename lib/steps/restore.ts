@@ -107,7 +107,7 @@ export async function restoreKubelet(
       ? 'kubelet flags restored, kubelet restarting'
       : 'kubelet flags already as before',
   });
-  await waitForNodeReady(ctx, event.node, { reregisters: result.changed });
+  await waitForNodeReady(ctx, event.node, { reregisters: true });
   // In-tree, nothing clears the uninitialized taint: one left by verify-node (a batch cut short) or by a
   // node that registered while external must not keep the node unschedulable.
   await removeUninitializedTaint(ctx, event.node);
