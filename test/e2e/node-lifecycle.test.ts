@@ -104,6 +104,37 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
     }, 90_000);
   });
 
+  it('keeps the CCM’s lifecycle controller off while a rollback hands the cloud controllers back by leader migration', async () => {
+    e2e = await startE2E(
+      await fixtureSpec(FIXTURES.awsHaMini, { overrides: { faults: [lookupFails({ error: 'notFound' })] } }),
+      server,
+    );
+    const { t } = e2e;
+    const nodes = await nodeNames(t);
+    let handedBack: Promise<string[]> | undefined;
+    const result = await e2e.upgrade({
+      onEvent: (event) => {
+        if (
+          event.type === 'StateEntered' &&
+          event.state.name === UPGRADE_STATES.rollbackControlPlaneMigrating
+        ) {
+          handedBack ??= t.apps
+            .readNamespacedDeployment({ name: 'aws-cloud-controller-manager', namespace: 'kube-system' })
+            .then((d) => d.spec?.template.spec?.containers[0]?.args ?? []);
+        }
+      },
+    });
+
+    expect(result.error?.name, result.error?.cause).toBe('RolledBack');
+    expect(result.error?.cause).toMatch(`the CCM did not initialise node ${WORKER}`);
+    const args = await handedBack;
+    expect(args).toContain('--enable-leader-migration=true');
+    expect(args).toContain('--controllers=*,-cloud-node-lifecycle');
+    expect(await nodeNames(t)).toEqual(nodes);
+    await t.twin.monitor.stop();
+    expect(t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
+  }, 90_000);
+
   it('stops a run whose Node is deleted meanwhile, naming it, and rolls back', async () => {
     e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini), server);
     const { t } = e2e;
