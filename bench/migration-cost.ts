@@ -35,8 +35,10 @@ interface Term {
  *   the cluster has one), the lease read (first start or rollout), then one look at the leader: the CCM
  *   pods listed and the lease read;
  * - per kubelet flip: one read of the node;
- * - verify: one look at the leader (pods, lease), the canary read, tainted and read once cleared, the
- *   nodes listed, the services listed.
+ * - per node check: the node read, tainted, and read once the CCM cleared it;
+ * - the CCM's full controller set: its Deployment read and applied, the lease read (before and once led),
+ *   the CCM pods listed;
+ * - verify: one look at the leader (pods, lease), the nodes listed, the services listed.
  */
 function minimumUpgradeRequests(snapshot: Snapshot): Term[] {
   const nodes = Object.keys(snapshot.nodes).length;
@@ -68,10 +70,14 @@ function minimumUpgradeRequests(snapshot: Snapshot): Term[] {
     { verb: 'get', count: 2, why: 'activate: CCM lease, before and once led' },
     { verb: 'list', count: 1, why: 'activate: CCM pods' },
     { verb: 'get', count: nodes, why: 'kubelet flips: node Ready' },
+    { verb: 'get', count: 2 * nodes, why: 'node checks: node, before and once cleared' },
+    { verb: 'patch', count: nodes, why: 'node checks: uninitialized taint' },
+    { verb: 'get', count: 1, why: 'full controller set: CCM Deployment' },
+    { verb: 'patch', count: 1, why: 'full controller set: CCM Deployment' },
+    { verb: 'get', count: 2, why: 'full controller set: CCM lease, before and once led' },
+    { verb: 'list', count: 1, why: 'full controller set: CCM pods' },
     { verb: 'list', count: 1, why: 'verify: CCM pods' },
     { verb: 'get', count: 1, why: 'verify: CCM lease' },
-    { verb: 'get', count: 2, why: 'verify: canary, before and once cleared' },
-    { verb: 'patch', count: 1, why: 'verify: canary taint' },
     { verb: 'list', count: pages, why: 'verify: nodes' },
     { verb: 'list', count: 1, why: 'verify: services' },
   ];

@@ -19,6 +19,7 @@ export const STEP_IDS = [
   'move-control-plane-node',
   'activate-ccm',
   'flip-kubelet',
+  'verify-node',
   'verify',
   'finalize',
   'record-failure',

@@ -5,6 +5,9 @@
  * its objects applied, its workload scaled to zero) before the control plane moves, and started only once
  * no kube-controller-manager runs the in-tree cloud loops any more. Kubelets flip last: until then new nodes
  * register with the in-tree kubelet and need no CCM, and afterwards the CCM is there to initialise them.
+ * The CCM starts without its cloud-node-lifecycle controller (which deletes a NotReady Node whose lookup
+ * says it does not exist) and gets it only after it initialised every node again, in batches: a CCM that
+ * cannot find an instance fails the run instead of deleting the Node.
  *
  * On a replicated control plane (preflight decides: more than one control-plane node, Kubernetes 1.24+) the
  * cloud controllers are handed over by controller manager leader migration instead (KEP-2436; kubernetes.io
@@ -31,7 +34,7 @@ import type { Construct } from 'constructs';
 import { ERROR_NAMES } from '../lib/errors.ts';
 import { APPROVAL_STATES, type ApprovalGateOptions, approvalChoice } from './approval-gate.ts';
 import { type Catchable, failureEnding, forEachNode, IDS, isTrue, restoreSequence } from './shared.ts';
-import type { StepTaskFactory } from './steps.ts';
+import type { StepId, StepTaskFactory } from './steps.ts';
 
 export const UPGRADE_STATES = {
   preflight: 'Check the cluster',
@@ -48,6 +51,9 @@ export const UPGRADE_STATES = {
   activate: 'Start the CCM',
   kubelets: 'Flip kubelets, control plane first',
   flipKubelet: 'Flip a kubelet',
+  verifyNodes: 'Have the CCM initialise every node, in batches',
+  verifyNode: 'Have the CCM initialise a node',
+  completeCcm: 'Give the CCM its full controller set',
   verify: 'Verify the cluster',
   finalize: 'Record the result',
   recordFailure: 'Record the failure',
@@ -216,16 +222,29 @@ export function upgradeDefinition(
     result: sfn.Result.fromObject({ enabled: true, reason: 'the CCM ran Ready under leader migration' }),
     resultPath: HAND_BACK_PATH,
   });
-  // One Map over every node, control-plane nodes first: at most maxUnavailable kubelets restart at once,
-  // so the whole flip takes ⌈nodes / maxUnavailable⌉ kubelet restarts (a kubelet restart stops no pod).
-  const kubelets = catchRollingBack(
-    forEachNode(scope, {
-      mapName: S.kubelets,
-      itemsPath: '$.preflight.kubeletOrder',
-      taskName: S.flipKubelet,
-      step: 'flip-kubelet',
-      stepTask,
-      concurrency: { maxConcurrencyPath: '$.maxUnavailable' },
+  /** A step for every node, control-plane nodes first, maxUnavailable at a time. */
+  const inBatches = (mapName: string, taskName: string, step: StepId): sfn.Map =>
+    catchRollingBack(
+      forEachNode(scope, {
+        mapName,
+        itemsPath: '$.preflight.kubeletOrder',
+        taskName,
+        step,
+        stepTask,
+        concurrency: { maxConcurrencyPath: '$.maxUnavailable' },
+      }),
+    );
+  // The whole flip takes ⌈nodes / maxUnavailable⌉ kubelet restarts (a kubelet restart stops no pod).
+  const kubelets = inBatches(S.kubelets, S.flipKubelet, 'flip-kubelet');
+  // No Node deleted until the CCM has seen every node (lib/steps/verify-node.ts): it runs without its
+  // node-lifecycle controller until each node was initialised by it again.
+  const verifyNodes = inBatches(S.verifyNodes, S.verifyNode, 'verify-node');
+  const completeCcm = catchRollingBack(
+    stepTask(scope, {
+      stateName: S.completeCcm,
+      step: 'activate-ccm',
+      payload: sfn.TaskInput.fromObject({ ...IDS, nodeLifecycle: true }),
+      resultPath: sfn.JsonPath.DISCARD,
     }),
   );
   const verify = catchRollingBack(
@@ -241,7 +260,8 @@ export function upgradeDefinition(
     }),
   );
 
-  controlPlane.next(activate).next(kubelets).next(verify);
+  controlPlane.next(activate).next(kubelets).next(verifyNodes);
+  verifyNodes.next(completeCcm).next(verify);
   const migrate = stage.next(
     new sfn.Choice(scope, S.useLeaderMigration, { stateName: S.useLeaderMigration })
       .when(
@@ -253,7 +273,7 @@ export function upgradeDefinition(
   const gated = approvalChoice(scope, { ...opts, migration: 'upgrade', onError: catchAll, next: migrate });
   const chain = preflight.next(
     new sfn.Choice(scope, S.nothingToDo, { stateName: S.nothingToDo })
-      .when(sfn.Condition.booleanEquals('$.preflight.alreadyExternal', true), verify)
+      .when(sfn.Condition.booleanEquals('$.preflight.alreadyExternal', true), verifyNodes)
       .otherwise(gated),
   );
   verify.next(finalize).next(new sfn.Succeed(scope, S.succeeded, { stateName: S.succeeded }));

@@ -54,7 +54,8 @@ export async function demo(opts: DemoOptions): Promise<void> {
     broken =
       count('uninitialized-without-cloud-controller') +
       count('two-cloud-controllers') +
-      count('two-node-ipams');
+      count('two-node-ipams') +
+      count('node-deleted');
     out.write(
       [
         'invariants (twin monitor):',
@@ -62,6 +63,7 @@ export async function demo(opts: DemoOptions): Promise<void> {
         `  intervals with two cloud controllers:                  ${count('two-cloud-controllers')}`,
         `  intervals with two node IPAM controllers:              ${count('two-node-ipams')}`,
         `  intervals with the API unavailable:                    ${count('api-unavailable')}`,
+        `  Nodes deleted:                                         ${count('node-deleted')}`,
         `  details: ${path.join(twin.stateDir, 'invariants.jsonl')}`,
         '',
       ].join('\n'),

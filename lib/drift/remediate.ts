@@ -5,7 +5,7 @@
  * upgrade's examination of the cluster (every node Ready, files parsed, flags only where ccm-migrate edits
  * them, every node an instance of the provider), a snapshot, the upgrade's flip-kubelet step at most
  * `maxUnavailable` nodes at a time (the agent backs each file up under this run's id), the upgrade's
- * verify with a flipped node as the canary; a failure puts the flipped nodes back from those backups. A run
+ * verify-node on each flipped node, then its verify; a failure puts the flipped nodes back from those backups. A run
  * record of kind `remediate` holds the cluster meanwhile, as a migration does.
  *
  * One plain function for `ccm-migrate drift --remediate` and the scheduled drift check (remediate-step.ts).
@@ -24,6 +24,7 @@ import { restoreKubelet } from '../steps/restore.ts';
 import { RunIds, UpgradeInputSchema, type UpgradeOptions, VerificationSchema } from '../steps/schemas.ts';
 import { SnapshotSchema } from '../steps/snapshot.ts';
 import { verify } from '../steps/verify.ts';
+import { verifyNode } from '../steps/verify-node.ts';
 import { kubeletAsDesired, kubeletCloudFlags } from './kubelet-flags.ts';
 
 export const RemediateEventSchema = RunIds.extend({
@@ -164,7 +165,9 @@ export async function remediateKubelets(event: RemediateEvent, ctx: StepContext)
     const flips = await flipInBatches(ids, flipped, maxUnavailable, ctx);
     try {
       if (flips.error !== undefined) throw flips.error;
-      const verification = await verify({ ...ids, canary: flipped.at(-1) }, ctx);
+      // Each flipped node initialised again by the CCM, as the upgrade's verify-node checks its nodes.
+      for (const node of flipped) await verifyNode({ ...ids, node }, ctx);
+      const verification = await verify(ids, ctx);
       const result: Remediation = { ...ids, flipped, left, verification };
       await ctx.store.finish(clusterId, runId, { status: 'succeeded', summary: result });
       return result;

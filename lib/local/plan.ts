@@ -193,5 +193,5 @@ function actionOf(e: Omit<ClusterExamination, 'nodes' | 'files'>): string {
   if (install) return install;
   if (e.inTreeLeft.length === 0) return 'the cluster is already external: an upgrade would only verify it';
   const { displayName, inTreeName } = providerFacts(e.provider);
-  return `move the cloud controllers from the in-tree ${inTreeName} provider to the ${displayName} cloud-controller-manager`;
+  return `move the cloud controllers from the in-tree ${inTreeName} provider to the ${displayName} cloud-controller-manager, which runs without its cloud-node-lifecycle controller (it deletes Nodes it cannot find) until it has initialised every node again, ${e.controlPlaneNodes.length + e.workerNodes.length} in all`;
 }

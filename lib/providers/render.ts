@@ -9,13 +9,13 @@ import { readFileSync } from 'node:fs';
 import type { V1DaemonSet, V1Deployment, V1PodSpec } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import * as z from 'zod';
-import { setFlags } from '../controlplane/flags.ts';
+import { parseFlags, setFlags } from '../controlplane/flags.ts';
 import { InvalidInputError, UnsupportedProviderError } from '../errors.ts';
 import { labelSelectorOf } from '../kube/well-known.ts';
 import { parseInput } from '../store/run-record.ts';
 import { ccmImageFor, PROVIDERS, type ProviderFacts, providerFacts } from './catalog.ts';
 import { CCM_WORKLOADS } from './ccm-workload.ts';
-import { ccmNodeNetworkFlags, NodeNetworkSchema } from './node-network.ts';
+import { ccmNodeNetworkFlags, controllerEnabled, NodeNetworkSchema } from './node-network.ts';
 import { validateKubeObjects } from './validate.ts';
 
 export const MANAGED_BY_LABELS = { 'app.kubernetes.io/managed-by': 'ccm-migrate' } as const;
@@ -100,6 +100,12 @@ export const RenderInputSchema = z.object({
    * the CCM takes its routes over, and its CloudAllocator node IPAM. Absent: no routes, KCM keeps IPAM.
    */
   nodeNetwork: NodeNetworkSchema.optional(),
+  /**
+   * Whether the CCM runs its cloud-node-lifecycle controller, which deletes a NotReady Node whose instance
+   * lookup says "does not exist". A run keeps it off until the CCM has initialised every node: a wrong
+   * region or an unmappable name must fail the run, not delete Nodes.
+   */
+  nodeLifecycle: z.boolean().default(true),
 });
 export type RenderInput = z.input<typeof RenderInputSchema>;
 
@@ -149,6 +155,30 @@ function withImages(pod: V1PodSpec, images: Readonly<Record<string, string>>): v
   });
 }
 
+/**
+ * The node-lifecycle controller's names in `--controllers`: the alias every k8s.io/cloud-provider minor
+ * knows, and its canonical name from 1.28 (names.CloudNodeLifecycleController).
+ */
+export const NODE_LIFECYCLE_CONTROLLERS = [
+  'cloud-node-lifecycle',
+  'cloud-node-lifecycle-controller',
+] as const;
+
+/**
+ * `--controllers` without the node-lifecycle controller: the list as it was (the asset's, `*` when absent)
+ * less any mention of it, then `-cloud-node-lifecycle` (the first mention of a name decides).
+ */
+function withoutNodeLifecycle(args: readonly string[]): string[] {
+  const mentions = new Set(NODE_LIFECYCLE_CONTROLLERS.flatMap((name) => [name, `-${name}`]));
+  const kept = (parseFlags(args).get('controllers') ?? '*').split(',').filter((c) => !mentions.has(c.trim()));
+  return setFlags(args, { controllers: [...kept, `-${NODE_LIFECYCLE_CONTROLLERS[0]}`].join(',') });
+}
+
+/** Whether a CCM with these args runs its node-lifecycle controller. */
+export function runsNodeLifecycle(args: readonly string[]): boolean {
+  return controllerEnabled(parseFlags(args).get('controllers'), NODE_LIFECYCLE_CONTROLLERS);
+}
+
 /** The CCM Deployment set up for this input (a copy: the cached manifest is never changed). */
 function deployment(
   obj: KubeObject,
@@ -169,15 +199,13 @@ function deployment(
   spec.replicas = input.replicas;
   spec.template.metadata = withLabels(spec.template.metadata ?? {}, CCM_LABELS);
   const configFile = `${CLOUD_CONFIG_DIR}/${facts.cloudConfigFile}`;
-  const ready = {
-    ...container,
-    args: setFlags(container.args ?? [], {
-      'cloud-provider': facts.ccmCloudProvider,
-      'cluster-name': input.clusterName,
-      'cloud-config': input.cloudConfigHostPath ?? (cloudConfig === undefined ? null : configFile),
-      ...ccmNodeNetworkFlags(facts, input.nodeNetwork),
-    }),
-  };
+  const args = setFlags(container.args ?? [], {
+    'cloud-provider': facts.ccmCloudProvider,
+    'cluster-name': input.clusterName,
+    'cloud-config': input.cloudConfigHostPath ?? (cloudConfig === undefined ? null : configFile),
+    ...ccmNodeNetworkFlags(facts, input.nodeNetwork),
+  });
+  const ready = { ...container, args: input.nodeLifecycle ? args : withoutNodeLifecycle(args) };
   if (cloudConfig !== undefined) {
     ready.volumeMounts = [
       ...(container.volumeMounts ?? []),

@@ -18,6 +18,7 @@ import {
   ccmDeploymentRef,
   isStagedCcm,
   renderCcmObjects,
+  runsNodeLifecycle,
 } from '../providers/render.ts';
 import { isPodReady } from './cluster.ts';
 import type { StepContext } from './context.ts';
@@ -43,15 +44,21 @@ export function ccmWorkloadOf(objects: readonly KubernetesObject[]): CcmWorkload
   return workload as CcmWorkloadObject;
 }
 
+/** How the CCM's pods run: under the migration lease or not, with or without the node-lifecycle controller. */
+export interface CcmMode {
+  readonly leaderMigration: boolean;
+  readonly nodeLifecycle: boolean;
+}
+
 /**
  * What a deployed CCM runs with now: its replicas (a started DaemonSet: the run's, as it renders them),
- * and whether its pods use leader migration.
+ * and its mode.
  */
 async function currentState(
   ctx: StepContext,
   snapshot: Snapshot,
   workload: CcmWorkloadObject,
-): Promise<{ replicas: number | undefined; leaderMigration: boolean } | undefined> {
+): Promise<({ replicas: number | undefined } & CcmMode) | undefined> {
   const existing = (await orNotFound(
     call(`read ${workload.kind} ${workload.metadata?.name}`, () =>
       ctx.clients.objects.read(workload as never),
@@ -60,10 +67,18 @@ async function currentState(
   if (!existing) return undefined;
   const spec = existing.spec as (V1Deployment['spec'] & V1DaemonSet['spec']) | undefined;
   const staged = isStagedCcm(workload.kind, spec);
+  const pod = { spec: spec?.template.spec } as V1Pod;
   return {
     replicas: staged ? 0 : workload.kind === 'DaemonSet' ? snapshot.ccmReplicas : spec?.replicas,
-    leaderMigration: runsLeaderMigration({ spec: spec?.template.spec } as V1Pod),
+    leaderMigration: runsLeaderMigration(pod),
+    nodeLifecycle: runsNodeLifecycle(ccmCommandLine(pod)),
   };
+}
+
+/** The CCM container's command line in a CCM pod (or its workload's template). */
+function ccmCommandLine(pod: V1Pod): string[] {
+  const c = pod.spec?.containers.find((x) => x.name === 'cloud-controller-manager');
+  return [...(c?.command ?? []), ...(c?.args ?? [])];
 }
 
 /**
@@ -83,12 +98,12 @@ export type CcmSource = Pick<
 
 /**
  * The CCM's objects for this cluster, as the provider catalog renders them with the images the snapshot
- * recorded (with leader migration in phase 2).
+ * recorded, in a mode (absent: without leader migration, with every controller).
  */
 export function renderCcm(
   snapshot: CcmSource,
   replicas: number,
-  leaderMigration = false,
+  mode: Partial<CcmMode> = {},
 ): KubernetesObject[] {
   const translation = snapshot.cloudConfigTranslation;
   // A provider never in-tree (IBM) has no --cloud-config to carry over: the catalog says where its file is.
@@ -114,8 +129,9 @@ export function renderCcm(
     ...(snapshot.images ? { images: snapshot.images } : {}),
     ...(snapshot.ccmWorkload ? { workload: snapshot.ccmWorkload } : {}),
     ...(snapshot.nodeNetwork ? { nodeNetwork: snapshot.nodeNetwork } : {}),
+    nodeLifecycle: mode.nodeLifecycle ?? true,
   }) as KubernetesObject[];
-  return leaderMigration ? withLeaderMigration(objects, true) : objects;
+  return mode.leaderMigration ? withLeaderMigration(objects, true) : objects;
 }
 
 /**
@@ -168,10 +184,11 @@ export async function stageCcm(event: RunIds, ctx: StepContext): Promise<{ chang
   const snapshot = await loadSnapshot(ctx, event);
   await writeTranslatedCloudConfig(ctx, snapshot, event.runId);
   // Staging again (a resumed run) must not scale a started CCM back to zero, nor take leader migration off
-  // a CCM started beside in-tree kube-controller-managers: keep what it runs with.
+  // a CCM started beside in-tree kube-controller-managers: keep what it runs with. A new one is staged
+  // without its node-lifecycle controller (verify-node's rule: no Node deleted before the CCM saw it).
   const current = await currentState(ctx, snapshot, ccmWorkloadOf(renderCcm(snapshot, 0)));
   const replicas = current?.replicas ?? 0;
-  const objects = renderCcm(snapshot, replicas, current?.leaderMigration ?? false);
+  const objects = renderCcm(snapshot, replicas, current ?? { leaderMigration: false, nodeLifecycle: false });
   const applied = await applyObjects(ctx.clients, objects);
   const changed = applied.filter((a) => a.changed).length;
   const images = renderedImages(objects, snapshot.images).map(describeImage).join(', ');
@@ -237,14 +254,14 @@ async function ccmLeadership(
 }
 
 /**
- * A poll that answers the CCM's leader once every CCM pod runs with (or without) leader migration as wanted
- * and the holder was seen renewing: after a rollout a process gone with its pod keeps the lease until it
- * expires, and its hostname is that of the new pod on the same node.
+ * A poll that answers the CCM's leader once every CCM pod runs in the mode wanted and the holder was seen
+ * renewing: after a rollout a process gone with its pod keeps the lease until it expires, and its hostname
+ * is that of the new pod on the same node.
  */
 function renewingCcmLeader(
   ctx: StepContext,
   snapshot: Snapshot,
-  leaderMigration: boolean,
+  mode: CcmMode,
   /** No CCM held the lease before this step started one: any holder is one of its processes. */
   fresh: boolean,
 ): () => Promise<string | undefined> {
@@ -252,7 +269,10 @@ function renewingCcmLeader(
   return async () => {
     if (snapshot.ccmWorkload === 'daemonset' && !(await daemonSetRolledOut(ctx, snapshot))) return undefined;
     const pods = await ccmPods(ctx, snapshot);
-    if (pods.some((p) => runsLeaderMigration(p) !== leaderMigration)) return undefined;
+    const other = (p: V1Pod): boolean =>
+      runsLeaderMigration(p) !== mode.leaderMigration ||
+      runsNodeLifecycle(ccmCommandLine(p)) !== mode.nodeLifecycle;
+    if (pods.some(other)) return undefined;
     const { leads, holder, renewTime } = await ccmLeadership(ctx, snapshot, pods);
     const renewed = seen?.holder === holder && seen.renewTime !== renewTime;
     seen = { holder, renewTime };
@@ -297,22 +317,23 @@ function describeScale(snapshot: Snapshot, replicas: number): string {
 }
 
 /**
- * Apply the CCM at its replicas, with or without leader migration, and wait until it leads (a holder seen
- * renewing, unless no CCM held the lease before). `started` names the change in the progress output.
+ * Apply the CCM at its replicas, in a mode, and wait until it leads (a holder seen renewing, unless no CCM
+ * held the lease before). `started` names the change in the progress output.
  */
 async function runCcm(
   ctx: StepContext,
   snapshot: Snapshot,
-  leaderMigration: boolean,
+  mode: CcmMode,
   started: string,
 ): Promise<{ leader: string }> {
+  const { leaderMigration } = mode;
   const fresh = await ccmLeaseUnheld(ctx, snapshot);
-  const applied = await applyObjects(ctx.clients, renderCcm(snapshot, snapshot.ccmReplicas, leaderMigration));
+  const applied = await applyObjects(ctx.clients, renderCcm(snapshot, snapshot.ccmReplicas, mode));
   if (applied.some((a) => a.changed)) ctx.progress({ step: 'activate-ccm', message: started });
   const { leaseName, namespace } = providerFacts(snapshot.provider);
   const leader = await waitFor(
     `the CCM to be Ready${leaderMigration ? ' under leader migration' : ''} and hold its lease`,
-    renewingCcmLeader(ctx, snapshot, leaderMigration, fresh),
+    renewingCcmLeader(ctx, snapshot, mode, fresh),
     // Taking or renewing the lease is the last thing a starting CCM does: a change there is worth a look.
     {
       ...ctx,
@@ -342,21 +363,55 @@ async function startCcmMigrating(event: ActivateEvent, ctx: StepContext): Promis
     async () => (await controllerManagersNot(ctx, snapshot, runsLeaderMigration)).length === 0,
     ctx,
   );
-  return runCcm(ctx, snapshot, true, `${ccmStarted(snapshot)} with leader migration`);
+  return runCcm(
+    ctx,
+    snapshot,
+    { leaderMigration: true, nodeLifecycle: false },
+    `${ccmStarted(snapshot)} with leader migration`,
+  );
 }
 
 /**
  * The downgrade's first leader migration phase (upgrade phase 4 in reverse): the CCM rolled out with the
  * flag, so that it runs the cloud controllers under the migration lease while the kube-controller-managers
  * come back in-tree (also with it) and contend for that lease instead of running them beside it. The
- * controller managers are external here: none runs the cloud loops meanwhile.
+ * controller managers are external here: none runs the cloud loops meanwhile. Its node-lifecycle controller
+ * stays as it is: off in a rollback (the CCM never saw every node), on in a downgrade (its upgrade saw them).
  */
 async function handCcmBack(event: ActivateEvent, ctx: StepContext): Promise<{ leader: string }> {
-  return runCcm(ctx, await loadSnapshot(ctx, event), true, 'CCM rolled out with leader migration');
+  const snapshot = await loadSnapshot(ctx, event);
+  const current = await currentState(ctx, snapshot, ccmWorkloadOf(renderCcm(snapshot, 0)));
+  const nodeLifecycle = current?.nodeLifecycle ?? false;
+  return runCcm(
+    ctx,
+    snapshot,
+    { leaderMigration: true, nodeLifecycle },
+    'CCM rolled out with leader migration',
+  );
+}
+
+/**
+ * Once the CCM initialised every node (verify-node): the CCM with its full controller set, the
+ * node-lifecycle controller on. Only from here may a failed instance lookup delete a Node.
+ */
+async function completeCcm(event: ActivateEvent, ctx: StepContext): Promise<{ leader: string }> {
+  const snapshot = await loadSnapshot(ctx, event);
+  const current = await currentState(ctx, snapshot, ccmWorkloadOf(renderCcm(snapshot, 0)));
+  // Complete already (a cluster found external): left as it runs, not rendered again.
+  if (current?.nodeLifecycle) {
+    return { leader: await waitFor('a CCM to hold and renew its lease', ccmLeaderPoll(ctx, snapshot), ctx) };
+  }
+  return runCcm(
+    ctx,
+    snapshot,
+    { leaderMigration: false, nodeLifecycle: true },
+    'CCM given its full controller set: cloud-node-lifecycle on',
+  );
 }
 
 export async function activateCcm(event: ActivateEvent, ctx: StepContext): Promise<{ leader: string }> {
   if (event.handBack) return handCcmBack(event, ctx);
+  if (event.nodeLifecycle) return completeCcm(event, ctx);
   if (event.leaderMigration) return startCcmMigrating(event, ctx);
   const snapshot = await loadSnapshot(ctx, event);
   const inTree = providerFacts(snapshot.provider).inTreeName;
@@ -373,5 +428,5 @@ export async function activateCcm(event: ActivateEvent, ctx: StepContext): Promi
     ctx.progress({ step: 'activate-ccm', message: 'kubelet-config: the in-tree feature gates removed' });
   }
   // After leader migration this is its phase 4: the CCM rolls out without the flag.
-  return runCcm(ctx, snapshot, false, ccmStarted(snapshot));
+  return runCcm(ctx, snapshot, { leaderMigration: false, nodeLifecycle: false }, ccmStarted(snapshot));
 }

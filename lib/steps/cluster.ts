@@ -1,6 +1,6 @@
 /** Reading the cluster the way every step needs it: nodes, their roles and readiness, mirror pods. */
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
-import { PreflightFailedError } from '../errors.ts';
+import { PreflightFailedError, VerificationFailedError } from '../errors.ts';
 import { call, orNotFound } from '../kube/errors.ts';
 import { latest, type WakeOn, waitFor, wakeOnObject } from '../kube/wait.ts';
 import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
@@ -41,12 +41,26 @@ export function nodeChanges(ctx: ClusterAccess, name: string): WakeOn {
   return wakeOnObject(ctx.clients, '/api/v1/nodes', name);
 }
 
-/** Wait until node `name` is Ready (after its kubelet restarted). */
-export async function waitForNodeReady(ctx: StepContext, name: string): Promise<void> {
+/** Why a run stops when a Node it started with is gone. */
+export function nodeDeletedMessage(names: readonly string[]): string {
+  return `node ${names.join(', ')} was deleted during the run (a cloud controller's node-lifecycle controller deletes a NotReady node whose instance lookup says it does not exist): the run stops here`;
+}
+
+/**
+ * Wait until node `name` is Ready (after its kubelet restarted). A Node deleted meanwhile (by a cloud
+ * controller, while NotReady) stops the run; on the way back (`reregisters`) its kubelet, restarted with
+ * its old flags, registers it again, and that is waited for.
+ */
+export async function waitForNodeReady(
+  ctx: StepContext,
+  name: string,
+  opts: { reregisters?: boolean } = {},
+): Promise<void> {
   await waitFor(
     `node ${name} to be Ready`,
     async (event) => {
-      const node = await latest(event, () => readNode(ctx, name));
+      const node = await latest(event, () => orNotFound(readNode(ctx, name)));
+      if (!node && !opts.reregisters) throw new VerificationFailedError(nodeDeletedMessage([name]));
       return node !== undefined && isNodeReady(node);
     },
     {

@@ -35,6 +35,7 @@ import {
   RunIds,
 } from './schemas.ts';
 import { verify } from './verify.ts';
+import { verifyNode } from './verify-node.ts';
 
 /** What each step runs with: one cluster's context for a migration step, the fleet's for a drift step. */
 export type ContextOf<K extends StepId> = K extends DriftStepId ? DriftStepContext : StepContext;
@@ -57,6 +58,7 @@ export const STEPS: { readonly [K in StepId]: StepDefinition<z.ZodType, ContextO
   'move-control-plane-node': step(NodeEventSchema, moveControlPlaneNode),
   'activate-ccm': step(ActivateEventSchema, activateCcm),
   'flip-kubelet': step(NodeEventSchema, flipKubelet),
+  'verify-node': step(NodeEventSchema, verifyNode),
   verify: step(RunIds, verify),
   finalize: step(FinalizeEventSchema, finalize),
   'record-failure': step(FailureEventSchema, recordFailure),

@@ -49,6 +49,7 @@ import { runsLeaderMigration } from './leader-migration.ts';
 import type { RestoreEvent, RestoreNodeEvent, Verification } from './schemas.ts';
 import { recordedOriginals, type Snapshot } from './snapshot.ts';
 import { loadSnapshot } from './snapshot-store.ts';
+import { removeUninitializedTaint } from './verify-node.ts';
 
 /** The kubelet flags a node had before the source run: those of any node's kubelet flag source. */
 function inTreeKubeletFlags(snapshot: Snapshot): Record<string, string> {
@@ -109,7 +110,10 @@ export async function restoreKubelet(
       ? 'kubelet flags restored, kubelet restarting'
       : 'kubelet flags already as before',
   });
-  await waitForNodeReady(ctx, event.node);
+  await waitForNodeReady(ctx, event.node, { reregisters: true });
+  // In-tree, nothing clears the uninitialized taint: one left by verify-node (a batch cut short) or by a
+  // node that registered while external must not keep the node unschedulable.
+  await removeUninitializedTaint(ctx, event.node);
   return { changed: result.changed };
 }
 

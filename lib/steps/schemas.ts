@@ -80,6 +80,11 @@ export type NodeEvent = z.infer<typeof NodeEventSchema>;
 export const ActivateEventSchema = RunIds.extend({
   leaderMigration: z.boolean().default(false),
   handBack: z.boolean().default(false),
+  /**
+   * The CCM, which started without its cloud-node-lifecycle controller, gets its full controller set: the
+   * step after every node was initialised by it (verify-node).
+   */
+  nodeLifecycle: z.boolean().default(false),
 });
 export type ActivateEvent = z.infer<typeof ActivateEventSchema>;
 
@@ -104,9 +109,6 @@ export type PreflightResult = z.infer<typeof PreflightResultSchema>;
 
 export const VerificationSchema = z.object({
   nodes: z.int(),
-  canary: z.string().optional(),
-  /** How long the CCM took to initialise the canary node. */
-  canaryClearedMs: z.number().optional(),
   /** The pod that runs the cloud loops: the CCM's leader, or an in-tree kube-controller-manager. */
   cloudController: z.string(),
   loadBalancers: z.int(),

@@ -16,7 +16,7 @@ export const STEP_WAIT_MS = 60_000;
 export const STEP_TIMEOUT_MS = 300_000;
 
 /**
- * Left after the deadline for what a cut step still does: the look in flight, the canary's untaint, the
+ * Left after the deadline for what a cut step still does: the look in flight, the node check's untaint, the
  * error on its way out. Lambda kills whatever runs at the timeout; nothing may be writing then.
  */
 export const DEADLINE_MARGIN_MS = 20_000;

@@ -1,7 +1,7 @@
 /**
  * Faults the twin injects: API errors, added latency, connection resets and concurrent writes per verb
  * and resource, a node
- * whose kubelet never comes back after a restart, nodes that join later, and API outage windows. Set from the spec and changed at
+ * whose kubelet never comes back after a restart, nodes that join later, failing cloud lookups of a node, and API outage windows. Set from the spec and changed at
  * run time (tests add and clear them while a migration runs).
  */
 import type { Fault } from './spec.ts';
@@ -105,6 +105,27 @@ export class Faults {
     );
     for (const f of due) this.#fired.set(f, 1);
     return due;
+  }
+
+  /**
+   * How an instance lookup for `node` by a controller of this side fails now (a cloudLookupFails fault
+   * whose window is open), if it does.
+   */
+  cloudLookup(
+    node: string,
+    by: 'external' | 'in-tree',
+    now = Date.now(),
+  ): 'notFound' | 'unauthorized' | undefined {
+    const t = now - this.#startedAt;
+    const f = this.#faults.find(
+      (x) =>
+        x.kind === 'cloudLookupFails' &&
+        x.node === node &&
+        (x.by === by || x.by === 'both') &&
+        t >= x.after &&
+        (x.duration === undefined || t < x.after + x.duration),
+    );
+    return f?.kind === 'cloudLookupFails' ? f.error : undefined;
   }
 
   /** Whether an API outage window covers this moment. */

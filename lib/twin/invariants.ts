@@ -10,7 +10,10 @@
  * - `two-node-ipams`: two controller managers ran node IPAM at once (a KCM that kept its node-ipam
  *   controller and a CCM that took it over), each handing out podCIDRs the other does not know of;
  * - `api-unavailable`: the API did not answer, once it had answered (a booting cluster is not a violation)
- *   or inside an injected outage window.
+ *   or inside an injected outage window;
+ * - `node-deleted`: a Node was deleted (a moment, not an interval: start and end are the same). A migration
+ *   deletes none, and a cloud controller that deletes one during a run (its node-lifecycle controller after
+ *   a failed lookup) took a machine out of the cluster.
  * It samples every `sampleMs` and right after each relevant store change; each finished interval becomes
  * one JSON line of `<stateDir>/invariants.jsonl`.
  */
@@ -25,7 +28,8 @@ export type ViolationKind =
   | 'uninitialized-without-cloud-controller'
   | 'two-cloud-controllers'
   | 'two-node-ipams'
-  | 'api-unavailable';
+  | 'api-unavailable'
+  | 'node-deleted';
 
 export interface Violation {
   readonly kind: ViolationKind;
@@ -70,21 +74,30 @@ export function startInvariantMonitor(opts: {
   let apiSeen = false;
   let stopped = false;
 
-  const close = (kind: ViolationKind, now: number): void => {
-    const interval = open.get(kind);
-    if (!interval) return;
-    open.delete(kind);
+  const record = (
+    kind: ViolationKind,
+    start: number,
+    end: number,
+    detail: Readonly<Record<string, unknown>>,
+  ): void => {
     const violation: Violation = {
       kind,
-      start: new Date(interval.start).toISOString(),
-      end: new Date(now).toISOString(),
-      durationMs: now - interval.start,
-      detail: detailOf(kind, interval),
+      start: new Date(start).toISOString(),
+      end: new Date(end).toISOString(),
+      durationMs: end - start,
+      detail,
     };
     finished.push(violation);
     writes = writes
       .then(() => appendFile(file, `${JSON.stringify(violation)}\n`))
       .catch((err: unknown) => process.emitWarning(`invariants.jsonl not written: ${String(err)}`));
+  };
+
+  const close = (kind: ViolationKind, now: number): void => {
+    const interval = open.get(kind);
+    if (!interval) return;
+    open.delete(kind);
+    record(kind, interval.start, now, detailOf(kind, interval));
   };
 
   const track = (kind: ViolationKind, holds: boolean, now: number): OpenInterval | undefined => {
@@ -126,6 +139,10 @@ export function startInvariantMonitor(opts: {
   let sampleQueued = false;
   const onEvent = (event: StoreEvent): void => {
     if (!WATCHED.has(event.key)) return;
+    if (event.key === 'nodes' && event.type === 'DELETED' && !stopped) {
+      const now = Date.now();
+      record('node-deleted', now, now, { node: event.object.metadata.name });
+    }
     if (event.key === 'nodes') {
       if (event.type !== 'DELETED' && hasUninitializedTaint(event.object))
         tainted.add(event.object.metadata.name);
@@ -176,6 +193,7 @@ function detailOf(kind: ViolationKind, interval: OpenInterval): Record<string, u
     case 'two-node-ipams':
       return { controllers: [...interval.controllers.values()] };
     case 'api-unavailable':
+    case 'node-deleted':
       return {};
   }
 }

@@ -230,6 +230,24 @@ export const FaultSchema = z.discriminatedUnion('kind', [
     .strict(),
   z
     .object({
+      /**
+       * The cloud's instance lookups for one node fail for the chosen controllers: `external` (a CCM, a
+       * cloud-node-manager), `in-tree` (kube-controller-manager's cloud loops) or `both`. `notFound` reads as
+       * "no such instance" (a wrong region, a name the CCM cannot map: its node-lifecycle controller deletes
+       * a NotReady node for it); `unauthorized` is an error (a credential failure: lookups are retried).
+       */
+      kind: z.literal('cloudLookupFails'),
+      node: z.string(),
+      by: z.enum(['external', 'in-tree', 'both']),
+      error: z.enum(['notFound', 'unauthorized']),
+      /** From the twin's start. */
+      after: DurationSchema.default(0),
+      /** Absent: it lasts. */
+      duration: DurationSchema.optional(),
+    })
+    .strict(),
+  z
+    .object({
       kind: z.literal('apiOutage'),
       /** From the twin's start. */
       after: DurationSchema,

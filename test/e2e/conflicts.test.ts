@@ -1,7 +1,7 @@
 /**
  * Writes that meet someone else's write (issue 15, item 8): the twin writes the object just before the
- * request reaches it (a concurrentWrite fault), so kubeadm-config's replace gets a real 409 and the canary's
- * guarded JSON patch a failed test (422). The step reads again and writes again; only a conflict that
+ * request reaches it (a concurrentWrite fault), so kubeadm-config's replace gets a real 409 and the node
+ * check's guarded taint (a JSON patch) a failed test (422). The step reads again and writes again; only a conflict that
  * persists fails it.
  */
 import { afterEach, describe, expect, it } from 'vitest';

@@ -37,6 +37,7 @@ describe('ccm-migrate plan on the AWS twin', () => {
     expect(kcm?.diff).toContain('-    - --cloud-provider=aws');
     expect(kcm?.diff).toContain('+    - --cloud-provider=external');
     expect(plan.objects.every((o) => o.action === 'create')).toBe(true);
+    expect(plan.action).toMatch(/without its cloud-node-lifecycle controller .* every node again, 3 in all$/);
     expect(plan.leaderMigration).toEqual({
       enabled: false,
       reason: expect.stringMatching(/one control-plane node/),

@@ -19,7 +19,7 @@ const preflight = async (): Promise<unknown> => ({
 });
 
 describe('the upgrade definition, run by the local engine', () => {
-  it('runs the steps in order, control-plane nodes one at a time, then every kubelet, control plane first', async () => {
+  it('runs the steps in order, control-plane nodes one at a time, then every kubelet and every node check, control plane first', async () => {
     const { calls, handlers } = recording(STEP_IDS, { preflight });
 
     const result = await runLocally({ workflow, handlers, input });
@@ -37,7 +37,14 @@ describe('the upgrade definition, run by the local engine', () => {
     // maxUnavailable 2: the Map starts items in order, so every control-plane kubelet starts before a worker's.
     expect(order.slice(6, 9)).toEqual(['flip-kubelet:cp-1', 'flip-kubelet:cp-2', 'flip-kubelet:cp-3']);
     expect(order.slice(9, 12).sort()).toEqual(['flip-kubelet:w-1', 'flip-kubelet:w-2', 'flip-kubelet:w-3']);
-    expect(order.slice(12)).toEqual(['verify', 'finalize']);
+    // Then the CCM initialises every node again, in the same batches, before it gets its lifecycle controller.
+    expect(order.slice(12, 15)).toEqual(['verify-node:cp-1', 'verify-node:cp-2', 'verify-node:cp-3']);
+    expect(order.slice(15, 18).sort()).toEqual(['verify-node:w-1', 'verify-node:w-2', 'verify-node:w-3']);
+    expect(order.slice(18)).toEqual(['activate-ccm', 'verify', 'finalize']);
+    expect(calls.filter((c) => c.step === 'activate-ccm').map((c) => c.event.nodeLifecycle)).toEqual([
+      undefined,
+      true,
+    ]);
     expect(calls.every((c) => c.event.clusterId === 'demo' && c.event.runId === 'r1')).toBe(true);
   });
 
@@ -71,19 +78,27 @@ describe('the upgrade definition, run by the local engine', () => {
   });
 
   it('goes straight to verification when the cluster is already external', async () => {
-    const { calls, handlers } = recording(STEP_IDS, { preflight: async () => ({ alreadyExternal: true }) });
+    const external = async () => ({ alreadyExternal: true, kubeletOrder: ['cp-1'] });
+    const { calls, handlers } = recording(STEP_IDS, { preflight: external });
 
     const result = await runLocally({ workflow, handlers, input });
 
     expect(result.status).toBe('SUCCEEDED');
-    expect(calls.map((c) => c.step)).toEqual(['preflight', 'verify', 'finalize']);
+    expect(calls.map((c) => c.step)).toEqual([
+      'preflight',
+      'verify-node',
+      'activate-ccm',
+      'verify',
+      'finalize',
+    ]);
   });
 
   it('retries a step that is not ready yet and counts each retry as a transition', async () => {
     let attempts = 0;
     const { handlers } = recording(STEP_IDS, {
       preflight,
-      'activate-ccm': async () => {
+      'activate-ccm': async (event) => {
+        if ((event as { nodeLifecycle?: boolean }).nodeLifecycle) return {};
         attempts += 1;
         if (attempts < 3) throw new NotReadyYetError('CCM not Ready');
         return {};
@@ -151,7 +166,7 @@ describe('the upgrade definition, run by the local engine', () => {
 
   it('rolls nothing back for a cluster that was already external', async () => {
     const { calls, handlers } = recording(STEP_IDS, {
-      preflight: async () => ({ alreadyExternal: true }),
+      preflight: async () => ({ alreadyExternal: true, kubeletOrder: ['cp-1'] }),
       verify: async () => {
         throw new VerificationFailedError('no CCM leads');
       },
@@ -160,6 +175,12 @@ describe('the upgrade definition, run by the local engine', () => {
     const result = await runLocally({ workflow, handlers, input });
 
     expect(result.error?.name).toBe('VerificationFailed');
-    expect(calls.map((c) => c.step)).toEqual(['preflight', 'verify', 'record-failure']);
+    expect(calls.map((c) => c.step)).toEqual([
+      'preflight',
+      'verify-node',
+      'activate-ccm',
+      'verify',
+      'record-failure',
+    ]);
   });
 });

@@ -11,6 +11,7 @@ import {
   type KubeObject,
   type RenderInput,
   renderCcmObjects,
+  runsNodeLifecycle,
   STAGED_NODE_SELECTOR,
 } from '../../lib/providers/render.ts';
 import { withLeaderMigration } from '../../lib/steps/leader-migration.ts';
@@ -27,6 +28,41 @@ const deploymentOf = (objects: KubeObject[]) =>
   objects.find((o) => o.kind === 'Deployment') as unknown as V1Deployment;
 const containerOf = (objects: KubeObject[]) =>
   deploymentOf(objects).spec?.template.spec?.containers.find((c) => c.name === 'cloud-controller-manager');
+
+describe('renderCcmObjects without the node-lifecycle controller', () => {
+  const controllers = (objects: KubeObject[], container = 'cloud-controller-manager') =>
+    (
+      deploymentOf(objects).spec?.template.spec?.containers.find((c) => c.name === container)?.args ?? []
+    ).filter((a) => a.startsWith('--controllers'));
+
+  it('turns it off after what the provider’s list keeps or turns off, and leaves the list alone otherwise', () => {
+    expect(controllers(renderCcmObjects({ ...BASE, nodeLifecycle: false }))).toEqual([
+      '--controllers=*,-cloud-node-lifecycle',
+    ]);
+    expect(controllers(renderCcmObjects(BASE))).toEqual([]);
+    const azure = {
+      ...BASE,
+      provider: 'azure' as const,
+      kubernetesVersion: 'v1.30.4',
+      cloudConfigHostPath: '/etc/kubernetes/azure.json',
+    };
+    expect(controllers(renderCcmObjects({ ...azure, nodeLifecycle: false }))).toEqual([
+      '--controllers=*,-cloud-node,-cloud-node-lifecycle',
+    ]);
+    expect(controllers(renderCcmObjects(azure))).toEqual(['--controllers=*,-cloud-node']);
+  });
+
+  it('is read back from the args it renders', () => {
+    for (const nodeLifecycle of [true, false]) {
+      const args = containerOf(renderCcmObjects({ ...BASE, nodeLifecycle }))?.args ?? [];
+      expect(runsNodeLifecycle(args)).toBe(nodeLifecycle);
+    }
+    expect(runsNodeLifecycle(['--controllers=cloud-node-lifecycle-controller,-cloud-node-lifecycle'])).toBe(
+      true,
+    );
+    expect(runsNodeLifecycle(['--controllers=*,-cloud-node-lifecycle-controller'])).toBe(false);
+  });
+});
 
 describe('renderCcmObjects (AWS)', () => {
   it('gives every object its apiVersion, kind, name and ccm-migrate’s label, RBAC before the workload', () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { LB_FINALIZER, loadBalancerIngress } from '../../lib/twin/cloud/services.ts';
-import type { Provider } from '../../lib/twin/spec.ts';
+import type { Fault, Provider } from '../../lib/twin/spec.ts';
 import type { KubeObject, ObjectStore } from '../../lib/twin/store.ts';
 import {
   type CloudHarness,
@@ -164,6 +164,68 @@ describe('cloud-node-lifecycle controller', () => {
     await until(() => lease(t.store, 'kube-controller-manager'), 'the KCM to lead');
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(node(t.store, 'ghost')).toBeDefined();
+  });
+});
+
+describe('cloudLookupFails', () => {
+  const withoutCloud = (argv: string[]): string[] => argv.filter((a) => !a.startsWith('--cloud'));
+  const faulty = async (fault: Omit<Extract<Fault, { kind: 'cloudLookupFails' }>, 'kind' | 'after'>) => {
+    h = await startHarness((spec) => ({
+      ...spec,
+      faults: [{ kind: 'cloudLookupFails', after: 0, ...fault }],
+      latencies: { ...spec.latencies, leaseDuration: 300 },
+    }));
+    return h;
+  };
+
+  it('makes a CCM delete a NotReady node its lookup does not find, where the in-tree KCM, whose lookups work, kept it', async () => {
+    const t = await faulty({ node: 'worker-2', by: 'external', error: 'notFound' });
+    writeNode(t.store, 'worker-1', { ready: false });
+    writeNode(t.store, 'worker-2', { ready: false });
+    writeKcm(t.store, 'cp-1', await kubeadmKcmCommand());
+    await until(() => t.controllers.active()[0]?.kind === 'kube-controller-manager', 'the KCM to lead');
+    // Several lifecycle periods (the retry period is 40 ms here) with the in-tree lookups.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(node(t.store, 'worker-2')).toBeDefined();
+
+    t.store.delete('pods', 'kube-system', 'kube-controller-manager-cp-1');
+    writeKcm(t.store, 'cp-1', await kubeadmKcmCommand(withoutCloud));
+    writeCcm(t.store, 'ccm', 'cp-1');
+    await until(() => !node(t.store, 'worker-2'), 'the CCM to delete worker-2');
+    expect(events(t.store, 'DeletingNode', 'worker-2')).toHaveLength(1);
+    expect(node(t.store, 'worker-1')).toBeDefined();
+  });
+
+  it('makes an in-tree KCM delete the node when it fails for in-tree lookups', async () => {
+    const t = await faulty({ node: 'worker-2', by: 'in-tree', error: 'notFound' });
+    writeNode(t.store, 'worker-2', { ready: false });
+    writeKcm(t.store, 'cp-1', await kubeadmKcmCommand());
+    await until(() => !node(t.store, 'worker-2'), 'the KCM to delete worker-2');
+  });
+
+  it('deletes nothing while the CCM runs without its cloud-node-lifecycle controller, and initialises the others', async () => {
+    const t = await faulty({ node: 'worker-2', by: 'external', error: 'notFound' });
+    // An initialised node whose kubelet restarts: NotReady, with the providerID its lookup uses.
+    const known = t.cloud.instanceFor('worker-2')?.providerID as string;
+    writeNode(t.store, 'worker-2', { ready: false, providerID: known });
+    writeNode(t.store, 'worker-1', { uninitialized: true });
+    writeCcm(t.store, 'ccm', 'cp-1', ['--controllers=*,-cloud-node-lifecycle']);
+    await until(() => !tainted(node(t.store, 'worker-1')), 'worker-1 initialised');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(node(t.store, 'worker-2')).toBeDefined();
+    expect(events(t.store, 'DeletingNode', 'worker-2')).toEqual([]);
+  });
+
+  it('on unauthorized neither deletes nor initialises the node while it lasts, and initialises it after', async () => {
+    const t = await faulty({ node: 'worker-2', by: 'both', error: 'unauthorized', duration: 400 });
+    writeNode(t.store, 'worker-2', { ready: false, uninitialized: true });
+    writeCcm(t.store, 'ccm', 'cp-1');
+    await until(() => t.controllers.active().length === 1, 'the CCM to lead');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(tainted(node(t.store, 'worker-2'))).toBe(true);
+    await until(() => !tainted(node(t.store, 'worker-2')), 'worker-2 initialised once the window closed');
+    expect(Date.now() - t.ctx.startedAt).toBeGreaterThanOrEqual(400);
+    expect(events(t.store, 'DeletingNode', 'worker-2')).toEqual([]);
   });
 });
 

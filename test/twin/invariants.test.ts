@@ -159,6 +159,24 @@ describe('the invariant monitor', () => {
     expect(t.monitor.violations()).toEqual(lines);
   });
 
+  it('records each Node deleted, by whatever deleted it, and writes it to invariants.jsonl', async () => {
+    const t = await harness(undefined, [
+      { kind: 'cloudLookupFails', node: 'worker-2', by: 'in-tree', error: 'notFound', after: 0 },
+    ]);
+    writeNode(t.store, 'worker-1');
+    writeNode(t.store, 'worker-2', { ready: false });
+    await pause(20);
+    expect(t.monitor.violations()).toEqual([]);
+    writeKcm(t.store, 'cp-1', await kubeadmKcmCommand());
+    const [deleted] = await until(
+      () => t.monitor.violations().length > 0 && t.monitor.violations(),
+      'the deletion to be recorded',
+    );
+    expect(deleted).toMatchObject({ kind: 'node-deleted', durationMs: 0, detail: { node: 'worker-2' } });
+    await t.monitor.stop();
+    expect(await t.invariantLines()).toEqual([deleted]);
+  });
+
   it('records an injected outage window even when the API had not answered yet', async () => {
     const t = await harness(
       () => !h?.ctx.faults.apiOutageAt(),

@@ -324,6 +324,41 @@ describe('parseTwinSpec', () => {
     expect(spec.cloud.missingInstances).toEqual([]);
   });
 
+  it('reads a cloudLookupFails fault: from the start unless after says, for good unless duration says', () => {
+    const input = validSpec();
+    input.faults = [
+      { kind: 'cloudLookupFails', node: 'worker-2', by: 'external', error: 'notFound' },
+      {
+        kind: 'cloudLookupFails',
+        node: 'worker-1',
+        by: 'both',
+        error: 'unauthorized',
+        after: '5s',
+        duration: '20s',
+      },
+    ];
+
+    expect(parseTwinSpec(input).faults).toEqual([
+      { kind: 'cloudLookupFails', node: 'worker-2', by: 'external', error: 'notFound', after: 0 },
+      {
+        kind: 'cloudLookupFails',
+        node: 'worker-1',
+        by: 'both',
+        error: 'unauthorized',
+        after: 5000,
+        duration: 20_000,
+      },
+    ]);
+    input.faults = [{ kind: 'cloudLookupFails', node: 'worker-2', error: 'timeout' }];
+    const problems = problemsOf(input);
+    expect(problems).toMatch(
+      /- faults\[0\]\.by: Invalid option: expected one of "external"\|"in-tree"\|"both"/,
+    );
+    expect(problems).toMatch(
+      /- faults\[0\]\.error: Invalid option: expected one of "notFound"\|"unauthorized"/,
+    );
+  });
+
   it('adds the v prefix to a bare Kubernetes version', () => {
     const input = validSpec();
     input.kubernetesVersion = '1.26.15';

@@ -27,6 +27,11 @@ export interface ControllerCandidate {
    * its `--controllers` turns `cloud-node` off (Azure's `*,-cloud-node`); never a KCM.
    */
   readonly initialisesNodes: boolean;
+  /**
+   * Whether its cloud loops include the cloud-node-lifecycle controller (deletes NotReady nodes the cloud
+   * says are gone): on unless its `--controllers` turns it off, by its alias or its canonical name (1.28+).
+   */
+  readonly nodeLifecycle: boolean;
   readonly leaderElect: boolean;
   readonly leaderMigration: boolean;
   /** `--concurrent-node-syncs` (cloud-node controller workers; default 1 in k8s.io/cloud-provider). */
@@ -146,6 +151,10 @@ export function controllerCandidate(pod: KubeObject, provider: Provider): Contro
       running: podReady(pod) && !pod.metadata.deletionTimestamp,
       cloudLoops,
       initialisesNodes: !isKcm && controllerEnabled(flags.get('controllers'), 'cloud-node'),
+      nodeLifecycle: controllerEnabled(flags.get('controllers'), [
+        'cloud-node-lifecycle',
+        'cloud-node-lifecycle-controller',
+      ]),
       leaderElect: flagIsTrue(flags, 'leader-elect', true),
       leaderMigration: flagIsTrue(flags, 'enable-leader-migration', false),
       concurrentNodeSyncs: syncs > 0 ? syncs : 1,

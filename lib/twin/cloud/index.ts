@@ -111,6 +111,16 @@ export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): Clou
 
   const loopsRun = (): boolean => apiUp() && election.cloudLoopRunners().length > 0;
 
+  /** A lifecycle pass by each runner of the cloud loops that runs that controller, with its side's lookups. */
+  const monitorLifecycle = (): void => {
+    if (!apiUp()) return;
+    for (const runner of election.cloudLoopRunners()) {
+      if (runner.nodeLifecycle) {
+        lifecycle.monitor(runner.kind === 'kube-controller-manager' ? 'in-tree' : 'external');
+      }
+    }
+  };
+
   const syncServices = (): void => {
     if (!loopsRun()) return;
     for (const key of pendingServices) {
@@ -129,7 +139,7 @@ export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): Clou
     for (const svc of store.list('services').items) {
       if (services.needsSync(svc)) pendingServices.add(objectKey(svc));
     }
-    if (loopsRun()) lifecycle.monitor();
+    monitorLifecycle();
     if (apiUp() && nodeInitRunner()) nodeInit.updateAddresses();
   };
 
@@ -209,7 +219,7 @@ export function startCloudControllers(ctx: TwinContext, cloud: CloudModel): Clou
 
   const timer = setInterval(() => {
     round();
-    if (loopsRun()) lifecycle.monitor();
+    monitorLifecycle();
     // Node managers retry their own node whether or not a CCM leads.
     if (loopsRun() || (apiUp() && nodeManagers.size > 0)) {
       nodeInit.retryFailed();

@@ -3,8 +3,9 @@
  * Azure's cloud-node-manager, which runs the same initialisation for its own node only
  * (cloud-provider-azure pkg/nodemanager): each node that carries the uninitialized taint gets what the
  * cloud knows of its instance (providerID, addresses, topology and instance-type labels), then loses the
- * taint. A node whose instance is not found stays tainted and is retried later, as the real controller logs
- * and requeues it. Workers: `--concurrent-node-syncs` of the leading CCM, plus one per node whose
+ * taint. A node whose instance is not found (or whose lookup fails) stays tainted and is retried later, as
+ * the real controller logs and requeues it: it records no event for that (k8s.io/cloud-provider
+ * controllers/node, whose only event is `Synced`). Workers: `--concurrent-node-syncs` of the leading CCM, plus one per node whose
  * cloud-node-manager runs; each initialisation takes `latencies.nodeInit`.
  */
 
@@ -52,6 +53,27 @@ export function ccmAddresses(instance: Instance, node: KubeObject, minor: number
   if (annotation === undefined) return cloud;
   const ips = annotatedNodeIPs(annotation, minor);
   return ips && narrowToNodeIPs(ips, cloud);
+}
+
+/** Which side's code asks the cloud: an external CCM (or node manager), or kube-controller-manager's in-tree loops. */
+export type LookupSide = 'external' | 'in-tree';
+
+/** Why a lookup found no instance: the cloud said there is none, or refused to answer. */
+export type LookupFailure = 'notFound' | 'unauthorized';
+
+/**
+ * A controller's instance lookup for a node: the instance, or why there is none, as a cloudLookupFails
+ * fault makes it fail for that side.
+ */
+export function lookupInstance(
+  ctx: TwinContext,
+  cloud: CloudModel,
+  node: KubeObject,
+  by: LookupSide,
+): Instance | LookupFailure {
+  const failure = ctx.faults.cloudLookup(node.metadata.name, by);
+  if (failure) return failure;
+  return instanceOf(cloud, node) ?? 'notFound';
 }
 
 export interface NodeInitOptions {
@@ -142,8 +164,10 @@ export class CloudNodeController {
    */
   updateAddresses(): void {
     for (const node of this.#ctx.store.list('nodes').items) {
-      const instance = hasUninitializedTaint(node) ? undefined : instanceOf(this.#cloud, node);
-      const addresses = instance && ccmAddresses(instance, node, this.#opts.minor());
+      if (hasUninitializedTaint(node)) continue;
+      const instance = lookupInstance(this.#ctx, this.#cloud, node, 'external');
+      const addresses =
+        typeof instance === 'string' ? undefined : ccmAddresses(instance, node, this.#opts.minor());
       if (addresses) this.#writeAddresses(node, addresses);
     }
   }
@@ -169,11 +193,12 @@ export class CloudNodeController {
       this.#queue.add(name);
       return;
     }
-    const instance = instanceOf(this.#cloud, node);
-    // A node IP the cloud does not list fails the initialisation ("provided node ip for node … is not
-    // valid"), retried like a missing instance: the Node keeps its taint.
-    const addresses = instance && ccmAddresses(instance, node, this.#opts.minor());
-    if (!instance || !addresses) {
+    // Both initialisers are external code: a failed lookup (not found, or an error) is retried later, and so
+    // is a node IP the cloud does not list ("provided node ip for node … is not valid"): the Node keeps its taint.
+    const instance = lookupInstance(this.#ctx, this.#cloud, node, 'external');
+    const addresses =
+      typeof instance === 'string' ? undefined : ccmAddresses(instance, node, this.#opts.minor());
+    if (typeof instance === 'string' || !addresses) {
       this.#failed.add(name);
       return;
     }

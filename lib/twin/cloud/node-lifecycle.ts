@@ -1,14 +1,16 @@
 /**
  * The cloud-node-lifecycle controller (k8s.io/cloud-provider/controllers/nodelifecycle), run by whichever
- * controller manager runs the cloud loops: every monitor period it deletes each node that is not Ready and
- * whose instance the cloud does not have (by providerID, or by name when it has none), with a DeletingNode
- * event. Only NotReady nodes are looked at, so a period costs what the NotReady nodes cost.
+ * controller manager runs the cloud loops with it enabled (its `--controllers`): every monitor period it
+ * deletes each node that is not Ready and whose instance the cloud says it does not have (by providerID, or
+ * by name when it has none), with a DeletingNode event. A lookup that fails otherwise (an unauthorized
+ * cloud) skips the node until the next period (MonitorNodes logs it and goes on). Only NotReady nodes are
+ * looked at, so a period costs what the NotReady nodes cost.
  */
 import type { TwinContext } from '../context.ts';
 import type { StoreEvent } from '../store.ts';
 import { recordEvent } from './events.ts';
 import type { CloudModel } from './model.ts';
-import { instanceOf } from './node-init.ts';
+import { type LookupSide, lookupInstance } from './node-init.ts';
 import { hasUninitializedTaint, nodeReady, providerIDOf } from './nodes.ts';
 
 /** An uninitialized node without a providerID gets this long to be initialised (uninitializedNodeDelay). */
@@ -30,8 +32,8 @@ export class CloudNodeLifecycleController {
     else this.#notReady.add(name);
   }
 
-  /** One MonitorNodes pass. */
-  monitor(now = Date.now()): void {
+  /** One MonitorNodes pass, by a controller whose lookups are `by`'s. */
+  monitor(by: LookupSide, now = Date.now()): void {
     const store = this.#ctx.store;
     for (const name of this.#notReady) {
       const node = store.tryGet('nodes', undefined, name);
@@ -40,7 +42,7 @@ export class CloudNodeLifecycleController {
       if (!providerIDOf(node) && hasUninitializedTaint(node) && now - created < UNINITIALIZED_NODE_DELAY_MS) {
         continue;
       }
-      if (instanceOf(this.#cloud, node)) continue;
+      if (lookupInstance(this.#ctx, this.#cloud, node, by) !== 'notFound') continue;
       recordEvent(store, node, {
         type: 'Normal',
         reason: 'DeletingNode',

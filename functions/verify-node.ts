@@ -1,0 +1,3 @@
+import { clusterStepHandler } from '../lib/aws/step-handlers.ts';
+
+export const handler = clusterStepHandler('verify-node');
