@@ -47,7 +47,7 @@ describe('the kubelet remediation', () => {
   it('puts the flipped kubelets back from its own backups when a later step fails, and ends rolled back', async () => {
     const run = await upgradedWithLateJoiner();
     const before = await run.t.readFile('worker-3', KUBELET_FLAGS);
-    // The canary taint is a node patch: refused, after worker-3 was flipped.
+    // The per-node check's taint is a node patch: refused, after worker-3 was flipped.
     run.t.twin.faults.add({ kind: 'error', rate: 1, code: 500, verb: 'patch', resource: 'nodes' });
 
     const failed = remediateKubelets(

@@ -95,7 +95,7 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
     expect(findings(before)).toEqual([
       'kubelet-flags Node worker-3 kubelet: --cloud-provider=aws with --cloud-config',
     ]);
-    expect(remediation).toMatchObject({ flipped: ['worker-3'], verification: { canary: 'worker-3' } });
+    expect(remediation).toMatchObject({ flipped: ['worker-3'], verification: { nodes: 4 } });
     expect(after).toMatchObject({ status: 'clean', findings: [] });
 
     // Flipped as the upgrade flips a kubelet: the file, the running kubelet, the Node it keeps.
