@@ -12,7 +12,7 @@ import { ccmLeaderPoll } from './ccm.ts';
 import { hasUninitializedTaint, listNodes, nodeDeletedMessage, nodeName } from './cluster.ts';
 import type { StepContext } from './context.ts';
 import type { RunIds, Verification } from './schemas.ts';
-import type { NodeFacts, Snapshot } from './snapshot.ts';
+import type { Snapshot } from './snapshot.ts';
 import { loadSnapshot } from './snapshot-store.ts';
 import { missingNodes, nodeDrift } from './verify-node.ts';
 
