@@ -16,6 +16,7 @@ import {
 } from './edits.ts';
 import { acrossOwnRestart } from './endpoint.ts';
 import { LEADER_MIGRATION_FLAG } from './leader-migration.ts';
+import { confirmRunningKubelet } from './running-kubelet.ts';
 import type { NodeEvent } from './schemas.ts';
 import { loadSnapshot } from './snapshot-store.ts';
 
@@ -100,5 +101,6 @@ export async function flipKubelet(event: NodeEvent, ctx: StepContext): Promise<{
     message: result.changed ? 'kubelet flags external, kubelet restarting' : 'kubelet already external',
   });
   await waitForNodeReady(ctx, event.node);
+  await confirmRunningKubelet(event, ctx);
   return { changed: result.changed };
 }

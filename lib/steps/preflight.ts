@@ -49,6 +49,7 @@ import {
 } from './image-credentials.ts';
 import { readClusterConfiguration, readKubeletConfiguration } from './kubeadm-config.ts';
 import { decideLeaderMigration } from './leader-migration.ts';
+import { uneditedKubeletFlags } from './running-kubelet.ts';
 import type { LeaderMigrationDecision, PreflightResult, UpgradeOptions } from './schemas.ts';
 import { type NodeFacts, type Snapshot, SnapshotSchema, TOPOLOGY_LABELS } from './snapshot.ts';
 
@@ -134,24 +135,6 @@ async function inspectNodes(
   if (first) await inspect(first);
   await Promise.all(rest.map((node) => limit(() => inspect(node))));
   return { files, backups, renamed, unedited, credentials, nodeIPs };
-}
-
-/**
- * The flags the node's running kubelet has from somewhere its flag files are not (a drop-in's own
- * ExecStart, an environment file ccm-migrate does not edit), as "node: --flag=value": the flip would leave
- * them in force. Each value the files give accounts for one occurrence on the command line.
- */
-function uneditedKubeletFlags(node: string, flags: AgentResult['kubeletFlags']): string[] {
-  if (flags === undefined) return [`${node}: no kubelet process is visible (the agent needs hostPID)`];
-  return Object.entries(flags.running).flatMap(([flag, values]) => {
-    const fromFiles = [...(flags.files[flag] ?? [])];
-    return values.flatMap((value) => {
-      const at = fromFiles.indexOf(value);
-      if (at < 0) return [`${node}: --${flag}=${value}`];
-      fromFiles.splice(at, 1);
-      return [];
-    });
-  });
 }
 
 /**

@@ -7,12 +7,16 @@
  * - kubeadm's kubelet-config ConfigMap, which `kubeadm upgrade node` writes the node's config file from:
  *   its in-tree gates go with the node's, and come back on the way back.
  */
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { hostPath } from '../../lib/twin/context.ts';
 import { loadTwinSpec, parseTwinSpec } from '../../lib/twin/spec.ts';
+import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
 import { apiServersUnderTest } from '../real-api.ts';
-import { FIXTURES } from '../twin/running-twin.ts';
-import { type E2E, nodeFiles, startE2E } from './harness.ts';
+import { FIXTURES, KUBELET_FLAGS, kubeletExternal } from '../twin/running-twin.ts';
+import { type E2E, nodeFiles, originalsOnly, startE2E } from './harness.ts';
 
 const AZURE = fileURLToPath(new URL('../fixtures/twins/azure-mini.yaml', import.meta.url));
 
@@ -45,6 +49,56 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
     expect(result.error?.cause).not.toContain('cp-1');
     expect(await nodeFiles(e2e.t)).toEqual(files);
     expect(e2e.t.twin.nodes.kubelet('worker-1').flags.get('cloud-provider')).toBe('aws');
+  });
+
+  it('rolls back, naming the flag, when the restarted kubelet does not run what the flip wrote', async () => {
+    e2e = await startE2E(await loadTwinSpec(FIXTURES.awsMini), server);
+    const { t } = e2e;
+    const start = await nodeFiles(t);
+    // After preflight looked, someone gives worker-1's kubelet its provider from a drop-in of its own.
+    const dropIn = hostPath(t.twin.stateDir, 'worker-1', DROP_IN);
+    const result = await e2e.upgrade({
+      onEvent: (event) => {
+        if (event.type === 'StateEntered' && event.state.name === UPGRADE_STATES.kubelets) {
+          mkdirSync(path.dirname(dropIn), { recursive: true });
+          writeFileSync(dropIn, EXEC_START);
+        }
+      },
+    });
+
+    expect(result.error?.name, result.error?.cause).toBe('RolledBack');
+    expect(result.error?.cause).toContain(
+      'the kubelet on worker-1 does not run what the flip wrote, restarted: it runs --cloud-provider=aws, which its files do not give',
+    );
+    rmSync(dropIn);
+    await t.twin.nodes.restartKubelet('worker-1');
+    expect(originalsOnly(await nodeFiles(t), start)).toEqual(originalsOnly(start, start));
+  });
+
+  it('restarts a kubelet whose files a cut run already flipped, and goes on', async () => {
+    // No credential plugin: the flip writes nothing but the provider, which the cut run already wrote.
+    const spec = await loadTwinSpec(FIXTURES.awsMini);
+    const nodeGroups = spec.nodeGroups.map((g) => ({
+      ...g,
+      files: Object.fromEntries(
+        Object.entries(g.files).filter(([p]) => !p.endsWith('ecr-credential-provider')),
+      ),
+    }));
+    e2e = await startE2E(parseTwinSpec({ ...spec, nodeGroups }, FIXTURES.awsMini), server);
+    const flags = hostPath(e2e.t.twin.stateDir, 'worker-1', KUBELET_FLAGS);
+    const restarts = e2e.t.twin.nodes.kubelet('worker-1').restarts;
+    const result = await e2e.upgrade({
+      onEvent: (event) => {
+        // A run cut after the agent wrote worker-1's flags and before its kubelet restarted.
+        if (event.type === 'StateEntered' && event.state.name === UPGRADE_STATES.kubelets) {
+          writeFileSync(flags, kubeletExternal(readFileSync(flags, 'utf8')));
+        }
+      },
+    });
+
+    expect(result.error, result.error?.cause).toBeUndefined();
+    expect(e2e.t.twin.nodes.kubelet('worker-1').restarts).toBe(restarts + 1);
+    expect(e2e.t.twin.nodes.kubelet('worker-1').flags.get('cloud-provider')).toBe('external');
   });
 
   it('takes the in-tree gates out of kubeadm’s kubelet-config with the nodes’, and puts its text back on the way back', async () => {
