@@ -201,6 +201,19 @@ export const AgentResultSchema = z.object({
     })
     .optional(),
   /**
+   * inspect: the KubeletConfiguration drop-ins of the kubelet's --config-dir (the running kubelet's, else
+   * its flag files'), in the order it merges them: the feature gates each sets, or why it cannot be read.
+   */
+  kubeletDropIns: z
+    .array(
+      z.object({
+        path: z.string(),
+        featureGates: z.string().optional(),
+        error: z.string().optional(),
+      }),
+    )
+    .optional(),
+  /**
    * inspect: what the kubelet pulls images with: its effective credential flags (feature gates, the in-tree
    * ACR config, the plugin config and directory) and, per credential plugin found on the host, its directory.
    */

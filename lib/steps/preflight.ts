@@ -5,7 +5,12 @@
 import type { V1Node } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import type { AgentResult, FileReport } from '../agent/protocol.ts';
-import { externalNodeName, KUBELET_FILES, KUBELET_FLAG_SOURCES } from '../controlplane/kubelet-sources.ts';
+import {
+  externalNodeName,
+  KUBELET_CONFIG_FILE,
+  KUBELET_FILES,
+  KUBELET_FLAG_SOURCES,
+} from '../controlplane/kubelet-sources.ts';
 import { translatedCloudConfigPath } from '../controlplane/openstack-cloud-config.ts';
 import {
   AgentFailedError,
@@ -48,6 +53,7 @@ import {
   pluginRequired,
 } from './image-credentials.ts';
 import { readClusterConfiguration, readKubeletConfiguration } from './kubeadm-config.ts';
+import { dropInsInTheWay } from './kubelet-drop-ins.ts';
 import { decideLeaderMigration } from './leader-migration.ts';
 import { uneditedKubeletFlags } from './running-kubelet.ts';
 import type { LeaderMigrationDecision, PreflightResult, UpgradeOptions } from './schemas.ts';
@@ -126,7 +132,10 @@ async function inspectNodes(
     const external = result.host && externalNodeName(result.host.hostname, result.host.hostnameOverride);
     if (external && external !== name) renamed[name] = external;
     if (result.host?.nodeIP !== undefined) nodeIPs[name] = result.host.nodeIP;
-    unedited.push(...uneditedKubeletFlags(name, result.kubeletFlags));
+    unedited.push(
+      ...uneditedKubeletFlags(name, result.kubeletFlags),
+      ...dropInsInTheWay(name, result.kubeletDropIns),
+    );
     credentials[name] = result.imageCredentials;
     ctx.progress({ step: 'preflight', node: name, message: 'inspected' });
   };
@@ -543,7 +552,7 @@ export async function examineCluster(
   refuseUnreadable(files, controlPlaneNodes);
   if (unedited.length > 0) {
     throw new PreflightFailedError(
-      `kubelet flags that come from somewhere ccm-migrate does not edit (${KUBELET_SOURCES_NAMED}): ${listOf(unedited, 5)}. ` +
+      `kubelet flags or feature gates that come from somewhere ccm-migrate does not edit (${KUBELET_SOURCES_NAMED}, ${KUBELET_CONFIG_FILE}): ${listOf(unedited, 5)}. ` +
         'Move them into one of those files (or restart the kubelet, if its files changed since it started) and run again',
     );
   }

@@ -356,6 +356,23 @@ describe('the running kubelet', () => {
       files: { 'cloud-provider': ['aws'], 'cloud-config': ['/etc/kubernetes/cloud.conf'] },
     });
   });
+
+  it('inspect reports the gates of each --config-dir drop-in in merge order, and one it cannot read', async () => {
+    const dir = '/etc/kubernetes/kubelet.conf.d';
+    const header = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n';
+    await put(`${dir}/20-gates.conf`, `${header}featureGates:\n  DisableCloudProviders: false\n`);
+    await put(`${dir}/10-sub/30-pods.conf`, `${header}maxPods: 50\n`);
+    await put(`${dir}/15-bad.conf`, 'maxPods: 50\n');
+    await put(`${dir}/README`, 'not a drop-in\n');
+    expect((await run({ op: 'inspect', runId: 'r' })).kubeletDropIns).toBeUndefined();
+    // The running kubelet's --config-dir, which a systemd drop-in may give where no flag file does.
+    kubelet = ['/usr/bin/kubelet', `--config-dir=${dir}`];
+    expect((await run({ op: 'inspect', runId: 'r' })).kubeletDropIns).toEqual([
+      { path: `${dir}/10-sub/30-pods.conf` },
+      { path: `${dir}/15-bad.conf`, error: 'not a KubeletConfiguration' },
+      { path: `${dir}/20-gates.conf`, featureGates: 'DisableCloudProviders=false' },
+    ]);
+  });
 });
 
 describe('backups that cannot lie', () => {

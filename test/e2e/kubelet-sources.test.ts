@@ -4,6 +4,8 @@
  *   variables: the twin reads the unit and its drop-ins as systemd does, so that kubelet keeps
  *   `--cloud-provider=aws` whatever kubeadm-flags.env says; preflight sees it on the running kubelet's
  *   command line and refuses, before any change;
+ * - a KubeletConfiguration drop-in of the kubelet's --config-dir (1.28+) that sets an in-tree gate: it
+ *   would outlast the flip, so preflight refuses the node before any change;
  * - kubeadm's kubelet-config ConfigMap, which `kubeadm upgrade node` writes the node's config file from:
  *   its in-tree gates go with the node's, and come back on the way back.
  */
@@ -49,6 +51,34 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
     expect(result.error?.cause).not.toContain('cp-1');
     expect(await nodeFiles(e2e.t)).toEqual(files);
     expect(e2e.t.twin.nodes.kubelet('worker-1').flags.get('cloud-provider')).toBe('aws');
+  });
+
+  it('refuses, changing nothing, a node whose --config-dir drop-in sets an in-tree gate', async () => {
+    const spec = await loadTwinSpec(AZURE);
+    const dir = '/etc/kubernetes/kubelet.conf.d';
+    const dropIns = {
+      '/etc/default/kubelet': `KUBELET_EXTRA_ARGS=--config-dir=${dir}\n`,
+      // 1.29's kubelet reads the directory only with this variable set (alpha).
+      '/etc/systemd/system/kubelet.service.d/20-config-dir.conf':
+        '[Service]\nEnvironment="KUBELET_CONFIG_DROPIN_DIR_ALPHA=on"\n',
+      [`${dir}/10-gates.conf`]:
+        'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfeatureGates:\n  DisableCloudProviders: false\n',
+    };
+    const groups = spec.nodeGroups.map((g) =>
+      g.name === 'worker' ? { ...g, files: { ...g.files, ...dropIns } } : g,
+    );
+    e2e = await startE2E(parseTwinSpec({ ...spec, nodeGroups: groups }, AZURE), server);
+    const files = await nodeFiles(e2e.t);
+    expect(e2e.t.twin.nodes.kubelet('worker-1').ready).toBe(true);
+
+    const result = await e2e.upgrade();
+    expect(result.error?.name, result.error?.cause).toBe('PreflightFailed');
+    expect(result.error?.cause).toContain(
+      `worker-1: feature gate DisableCloudProviders=false from the --config-dir drop-in ${dir}/10-gates.conf`,
+    );
+    expect(result.error?.cause).toContain('worker-2: feature gate DisableCloudProviders=false');
+    expect(result.error?.cause).not.toContain('cp-1');
+    expect(await nodeFiles(e2e.t)).toEqual(files);
   });
 
   it('rolls back, naming the flag, when the restarted kubelet does not run what the flip wrote', async () => {

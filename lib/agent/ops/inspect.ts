@@ -2,6 +2,8 @@
  * `inspect`: hash, size, kind and cloud flags of the asked files and of every kubelet flag source present;
  * with backupsOf, the digests of what that run backed up.
  */
+
+import { parseFlags } from '../../controlplane/flags.ts';
 import {
   checkedKubeletFlags,
   hostnameOverrideOf,
@@ -12,6 +14,7 @@ import {
 import { InvalidInputError } from '../../errors.ts';
 import { imageCredentialsOf } from '../credential-plugins.ts';
 import { backupDigests, decodeText, readHostBytes } from '../files.ts';
+import { CONFIG_DIR_FLAG, kubeletDropIns } from '../kubelet-drop-ins.ts';
 import type { AgentResult, ParsedAgentRequest } from '../protocol.ts';
 import type { AgentEnvironment } from '../run.ts';
 import { describeFile } from './report.ts';
@@ -42,6 +45,7 @@ export async function inspect(
     throw err;
   });
   const nodeIP = nodeIPAfterRestart(texts, running?.slice(1));
+  const configDir = parseFlags(running?.slice(1) ?? kubeletSourceArgs(texts)).get(CONFIG_DIR_FLAG);
   return {
     op: 'inspect',
     ok: true,
@@ -62,6 +66,7 @@ export async function inspect(
         }
       : {}),
     ...(credentials ? { imageCredentials: credentials } : {}),
+    ...(configDir ? { kubeletDropIns: await kubeletDropIns(env.hostRoot, configDir) } : {}),
     ...(request.backupsOf ? { backups: await backupDigests(env.hostRoot, request.backupsOf) } : {}),
   };
 }

@@ -3,8 +3,8 @@
  * the error each exits with when not. The twin's own model of the binaries, in the order they fail:
  *
  * 1. flag parsing: kube-apiserver has no --cloud-provider/--cloud-config from 1.33, the kubelet no
- *    --cloud-config from 1.34 nor --azure-container-registry-config from 1.30 (pflag: "unknown flag: --x";
- *    the kubelet wraps it);
+ *    --cloud-config from 1.34 nor --azure-container-registry-config from 1.30, nor --config-dir before 1.28
+ *    (pflag: "unknown flag: --x"; the kubelet wraps it);
  * 2. feature gates: DisableCloudProviders and DisableKubeletCloudCredentialProviders are locked to true in
  *    1.31 and 1.32 and gone from 1.33 (component-base/featuregate);
  * 3. the provider:
@@ -64,7 +64,9 @@ function parseError(binary: Binary, minor: number, flags: ReadonlyMap<string, st
       (binary === 'kube-apiserver' && minor >= 33 && (f === 'cloud-provider' || f === 'cloud-config')) ||
       (binary === 'kubelet' && minor >= 34 && f === 'cloud-config') ||
       // The in-tree ACR credential provider's flag went with its code.
-      (binary === 'kubelet' && minor >= 30 && f === 'azure-container-registry-config'),
+      (binary === 'kubelet' && minor >= 30 && f === 'azure-container-registry-config') ||
+      // The drop-in directory for KubeletConfiguration came in 1.28 (KEP-3983).
+      (binary === 'kubelet' && minor < 28 && f === 'config-dir'),
   );
   if (gone === undefined) return undefined;
   return binary === 'kubelet'

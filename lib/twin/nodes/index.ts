@@ -286,7 +286,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
   const startKubelet = (
     k: Kubelet,
     initial: boolean,
-    config = readKubeletStartConfig(ctx.stateDir, k.node),
+    config = readKubeletStartConfig(ctx.stateDir, k.node, minor),
   ): void => {
     k.flags = config.flags;
     k.argv = config.argv;
@@ -381,7 +381,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
     const placement = cloud.addNode(freeName(group), group.name);
     writeJoiningHostFiles(ctx.stateDir, placement, files);
     const k = newKubelet(placement);
-    const config = readKubeletStartConfig(ctx.stateDir, k.node);
+    const config = readKubeletStartConfig(ctx.stateDir, k.node, minor);
     const name = registrationName(placement, config.flags);
     if (name !== k.node) throw new InvalidInputError(misnamed({ ...k, registeredAs: name }));
     kubelets.set(k.node, k);

@@ -28,6 +28,8 @@ export interface ServiceCommand {
   readonly argv: readonly string[];
   /** Every unit file and environment file read, in order (what a change to the service must touch). */
   readonly sources: readonly string[];
+  /** The process's environment from `Environment=` and `EnvironmentFile=` (the kubelet reads one). */
+  readonly environment: ReadonlyMap<string, string>;
   /** Why systemd does not start it, when it does not. */
   readonly problem?: string;
 }
@@ -144,13 +146,20 @@ export function serviceCommand(
   for (const file of settings.environmentFiles) {
     const text = read(file.path);
     if (text === undefined && !file.optional) {
-      return { argv: [], sources, problem: `${unit}: Failed to load environment files: ${file.path}` };
+      return {
+        argv: [],
+        sources,
+        environment: env,
+        problem: `${unit}: Failed to load environment files: ${file.path}`,
+      };
     }
     if (text === undefined) continue;
     sources.push(file.path);
     for (const [k, v] of environmentFile(text)) env.set(k, v);
   }
   const last = settings.execStart.at(-1);
-  if (last === undefined) return { argv: [], sources, problem: `${unit} has no ExecStart= setting` };
-  return { argv: expand(last, env), sources };
+  if (last === undefined) {
+    return { argv: [], sources, environment: env, problem: `${unit} has no ExecStart= setting` };
+  }
+  return { argv: expand(last, env), sources, environment: env };
 }
