@@ -15,10 +15,11 @@ import { type InvariantMonitor, startInvariantMonitor } from './invariants.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
 import { type NodeSimulation, startNodes } from './nodes/index.ts';
 import { findRealBinaries } from './real/binaries.ts';
-import { type RealControlPlane, startRealControlPlane } from './real/control-plane.ts';
+import type { RealControlPlane } from './real/control-plane.ts';
+import { takeControlPlane } from './real/control-plane-source.ts';
 import { startFrontProxy } from './real/front-proxy.ts';
 import { startGarbageCollector } from './real/garbage-collector.ts';
-import { type ClusterPki, createClusterPki } from './real/pki.ts';
+import type { ClusterPki } from './real/pki.ts';
 import { RemoteStore } from './real/remote-store.ts';
 import { startServiceAccountController } from './real/service-accounts.ts';
 import { findByKind, typeKey } from './resources.ts';
@@ -115,6 +116,8 @@ interface Backend {
     readonly controlPlane: RealControlPlane;
     readonly remote: RemoteStore;
     readonly pki: ClusterPki;
+    /** What the twin's proxy serves users with: it names the control-plane nodes' addresses. */
+    readonly serving: { readonly cert: string; readonly key: string };
   };
   /** After the simulated cluster stopped. */
   stop(): Promise<void>;
@@ -132,14 +135,10 @@ async function startBackend(
     return { store, stop: async () => {} };
   }
   const binaries = findRealBinaries(opts.spec.kubernetesVersion);
-  const pki = createClusterPki(path.join(stateDir, 'pki'), controlPlaneIPs);
-  const controlPlane = await startRealControlPlane({
-    binaries,
-    pki,
-    dir: path.join(stateDir, 'control-plane'),
-  }).catch((err: unknown) => {
+  const { controlPlane, pki } = await takeControlPlane(binaries, stateDir).catch((err: unknown) => {
     throw new TwinStartError(`the real API server did not start: ${(err as Error).message}`, { cause: err });
   });
+  const serving = pki.servingFor(controlPlaneIPs);
   // The twin's own identity: it plays the nodes and the controllers, which kubeadm makes cluster admins.
   const remote = new RemoteStore({
     baseUrl: controlPlane.url,
@@ -152,7 +151,7 @@ async function startBackend(
     seedObjects(remote, opts.spec);
     return {
       store: remote,
-      real: { controlPlane, remote, pki },
+      real: { controlPlane, remote, pki, serving },
       stop: async () => {
         accounts.stop();
         gc.stop();
@@ -215,6 +214,7 @@ export async function startTwin(opts: TwinOptions): Promise<RunningTwin> {
           ctx,
           upstream: real.controlPlane.url,
           pki: real.pki,
+          serving: real.serving,
           apiAvailable,
           host,
           port,

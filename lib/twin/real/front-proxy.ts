@@ -60,6 +60,8 @@ export async function startFrontProxy(opts: {
   /** kube-apiserver's own https:// address. */
   upstream: string;
   pki: ClusterPki;
+  /** The serving certificate users see: it names the addresses they reach the twin at. */
+  serving: { readonly cert: string; readonly key: string };
   apiAvailable: () => boolean;
   host: string;
   port: number;
@@ -133,8 +135,8 @@ export async function startFrontProxy(opts: {
 
   const server = https.createServer(
     {
-      cert: pki.serving.cert,
-      key: pki.serving.key,
+      cert: opts.serving.cert,
+      key: opts.serving.key,
       ca: pki.caCert,
       requestCert: true,
       rejectUnauthorized: false,

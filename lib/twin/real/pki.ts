@@ -2,7 +2,10 @@
  * The certificates of a real-API twin, laid out as kubeadm lays out /etc/kubernetes/pki: a cluster CA that
  * signs the API server's serving certificate and every client certificate (the subject's O is the group),
  * a front-proxy CA whose client the twin's proxy presents, and the service-account key pair. Made with the
- * openssl command (ECDSA P-256: fast to make, accepted by every kube-apiserver).
+ * openssl command (ECDSA P-256: fast to make, accepted by every kube-apiserver). kube-apiserver itself is
+ * reached on loopback only; the twin's proxy, which users reach at the control-plane nodes' addresses,
+ * serves a certificate of the same CA that names them (servingFor), so a control plane can be started
+ * before the twin's nodes are known.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -29,6 +32,8 @@ export interface ClusterPki {
   readonly admin: ClientTls;
   /** A client certificate of the cluster CA for this user and these groups (RBAC tests). */
   clientCert(user: string, groups?: readonly string[]): ClientTls;
+  /** A serving certificate of the cluster CA that also names these addresses, as kubeadm's names the node's. */
+  servingFor(nodeIPs: readonly string[]): { cert: string; key: string };
 }
 
 const DAYS = '3650';
@@ -108,8 +113,11 @@ function makeSigned(
 
 const CLIENT_EXT = 'keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth';
 
-/** `nodeIPs`: the control-plane nodes' addresses, which the serving certificate names as kubeadm's does. */
-export function createClusterPki(dir: string, nodeIPs: readonly string[] = []): ClusterPki {
+const SERVING_EXT = 'keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth';
+const SERVING_NAMES =
+  'IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1';
+
+export function createClusterPki(dir: string): ClusterPki {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const read = (file: string): string => readFileSync(path.join(dir, file), 'utf8');
   makeCa(dir, 'ca', 'kubernetes');
@@ -118,11 +126,7 @@ export function createClusterPki(dir: string, nodeIPs: readonly string[] = []): 
     name: 'apiserver',
     ca: 'ca',
     subj: subject('kube-apiserver'),
-    extensions: [
-      'keyUsage=critical,digitalSignature,keyEncipherment',
-      'extendedKeyUsage=serverAuth',
-      `subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1${nodeIPs.map((ip) => `,IP:${ip}`).join('')}`,
-    ].join('\n'),
+    extensions: `${SERVING_EXT}\nsubjectAltName=${SERVING_NAMES}`,
   });
   makeSigned(dir, {
     name: 'front-proxy-client',
@@ -139,6 +143,17 @@ export function createClusterPki(dir: string, nodeIPs: readonly string[] = []): 
     makeSigned(dir, { name, ca: 'ca', subj: subject(user, groups), extensions: CLIENT_EXT });
     return { ca: caCert, cert: read(`${name}.crt`), key: read(`${name}.key`) };
   };
+  const servingFor = (nodeIPs: readonly string[]): { cert: string; key: string } => {
+    const name = `serving-${++serial}`;
+    const names = [SERVING_NAMES, ...nodeIPs.map((ip) => `IP:${ip}`)].join(',');
+    makeSigned(dir, {
+      name,
+      ca: 'ca',
+      subj: subject('kube-apiserver'),
+      extensions: `${SERVING_EXT}\nsubjectAltName=${names}`,
+    });
+    return { cert: read(`${name}.crt`), key: read(`${name}.key`) };
+  };
   return {
     dir,
     caFile: path.join(dir, 'ca.crt'),
@@ -154,5 +169,6 @@ export function createClusterPki(dir: string, nodeIPs: readonly string[] = []): 
     serviceAccountPublicKeyFile: path.join(dir, 'sa.pub'),
     admin: clientCert('kubernetes-admin', ['system:masters']),
     clientCert,
+    servingFor,
   };
 }
