@@ -32,7 +32,7 @@ const MIGRATED = [
 interface CsiNodeDriver {
   name: string;
   nodeID: string;
-  topologyKeys: string[];
+  topologyKeys: string[] | null;
 }
 
 /**
@@ -66,6 +66,7 @@ export function registerCsiDrivers(
   if (missing.length === 0) return;
   store.update(CSI_NODES, {
     ...structuredClone(existing),
-    spec: { drivers: [...listed, ...missing.map((d) => ({ name: d, nodeID, topologyKeys: [] }))] },
+    // No topology keys: what the kubelet's empty list reads back as from a real server.
+    spec: { drivers: [...listed, ...missing.map((d) => ({ name: d, nodeID, topologyKeys: null }))] },
   });
 }
