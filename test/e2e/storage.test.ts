@@ -16,12 +16,13 @@ import { LocalRunStore } from '../../lib/store/local-store.ts';
 import { inProcessCli } from '../cli/in-process-cli.ts';
 import { apiServersUnderTest } from '../real-api.ts';
 import { FIXTURES, fixtureSpec, startTestTwin, type TestTwin } from '../twin/running-twin.ts';
-import { nodeFiles } from './harness.ts';
+import { nodeFiles, startE2E } from './harness.ts';
 
 const GCP_MINI = fileURLToPath(new URL('../fixtures/twins/gcp-mini.yaml', import.meta.url));
 
 const cli = inProcessCli('storage');
-let running: TestTwin | undefined;
+/** What the test started, stopped after it. */
+let running: Pick<TestTwin, 'stop'> | undefined;
 afterEach(async () => {
   await running?.stop();
   running = undefined;
@@ -80,6 +81,29 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
       ).rejects.toThrow();
     },
   );
+});
+
+describe('verify', () => {
+  it('rolls the upgrade back when a volume bound at preflight is detached during the move', async () => {
+    // The same cluster with the driver registered on every node: preflight lets it through.
+    const base = await unregisteredSpec();
+    const nodeGroups = base.nodeGroups.map((g) => ({ ...g, csiDrivers: ['ebs.csi.aws.com'] }));
+    const e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini, { overrides: { ...base, nodeGroups } }));
+    running = e2e;
+    let detached: Promise<unknown> | undefined;
+    const result = await e2e.upgrade({
+      onProgress: (p) => {
+        // The attach/detach controller lets the volume go while kubelets move (a driver gone, say).
+        if (p.step !== 'flip-kubelet' || detached) return;
+        detached = e2e.t.storage
+          .listVolumeAttachment()
+          .then((l) => e2e.t.storage.deleteVolumeAttachment({ name: l.items[0]?.metadata?.name ?? '' }));
+      },
+    });
+    await detached;
+    expect(result.error?.name, result.error?.cause).toBe('RolledBack');
+    expect(result.error?.cause).toContain('volume pv-data-0 is no longer attached to worker-1');
+  });
 });
 
 describe('--allow-missing-csi', () => {
