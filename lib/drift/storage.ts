@@ -1,7 +1,8 @@
 /**
  * Drift in storage readiness (steps/storage.ts): a CSI driver that in-tree volumes need and that is no
  * longer installed, or no longer registered on a node that mounts one or may get one (its node plugin
- * gone from that node), and in-tree StorageClasses that new claims still use. Both are warnings: nothing
+ * gone from that node), or not used by that node's kubelet for its plugin (CSI migration turned off), and
+ * in-tree StorageClasses that new claims still use. Both are warnings: nothing
  * a migration does would fix them, and what breaks is the next volume attached on that node or provisioned
  * through that class.
  */
@@ -43,6 +44,13 @@ export function storageFindings(inv: StorageInventory, pendingClasses: readonly 
       object: `CSINode ${node}`,
       expected: `${d.driver} registered (its node plugin running): it serves ${serves(d.driver)}`,
       seen: 'not registered',
+      severity: 'warning' as const,
+    })),
+    ...d.notMigratedOn.map((node) => ({
+      kind: 'csi-driver-missing' as const,
+      object: `CSINode ${node}`,
+      expected: `the kubelet handing its in-tree plugin to ${d.driver} (CSI migration): it serves ${serves(d.driver)}`,
+      seen: 'not in storage.alpha.kubernetes.io/migrated-plugins',
       severity: 'warning' as const,
     })),
   ]);

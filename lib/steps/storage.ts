@@ -16,7 +16,7 @@ import type {
 import * as z from 'zod';
 import { call } from '../kube/errors.ts';
 import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
-import { pluginOfProvisioner, pluginOfVolume } from '../providers/csi-migration.ts';
+import { IN_TREE_VOLUME_PLUGINS, pluginOfProvisioner, pluginOfVolume } from '../providers/csi-migration.ts';
 import type { ClusterAccess } from './cluster.ts';
 import { nodeName } from './cluster.ts';
 import { listOf } from './list-of.ts';
@@ -52,6 +52,12 @@ export const StorageInventorySchema = z.object({
       installed: z.boolean(),
       /** Nodes that mount one of its volumes or may get one, whose CSINode does not list it. */
       unregisteredOn: z.array(z.string()),
+      /**
+       * Of those nodes, the ones whose kubelet does not hand the in-tree plugin to CSI (its CSINode's
+       * migrated-plugins annotation lacks it: CSIMigration<X> turned off, possible for Azure File and vSphere
+       * on 1.25 and 1.26): their volumes stay with the in-tree plugin, which needs the in-tree cloud.
+       */
+      notMigratedOn: z.array(z.string()),
     }),
   ),
 });
@@ -68,6 +74,8 @@ export interface StorageObjects {
 }
 
 const DEFAULT_CLASS = 'storageclass.kubernetes.io/is-default-class';
+/** v1.MigratedPluginsAnnotationKey: the in-tree plugins the kubelet sends to CSI (nodeinfomanager). */
+const MIGRATED_PLUGINS = 'storage.alpha.kubernetes.io/migrated-plugins';
 
 /**
  * Where a pod with a new in-tree volume could land: not cordoned, and no NoSchedule or NoExecute taint
@@ -117,14 +125,26 @@ export function storageInventory(objects: StorageObjects): StorageInventory {
     // A CSINode without drivers comes back from a real server with `drivers: null`.
     objects.csiNodes.map((n) => [n.metadata?.name ?? '', new Set((n.spec.drivers ?? []).map((d) => d.name))]),
   );
+  const migrated = new Map(
+    objects.csiNodes.map((n) => [
+      n.metadata?.name ?? '',
+      (n.metadata?.annotations?.[MIGRATED_PLUGINS] ?? '').split(','),
+    ]),
+  );
   const newVolumesGo = objects.nodes.filter(schedulable).map(nodeName);
   const drivers = needed.map((driver) => {
     const mounting = volumes.filter((v) => v.driver === driver).flatMap((v) => v.attachedTo);
     const nodes = [...new Set([...mounting, ...newVolumesGo])].sort();
+    const plugins = IN_TREE_VOLUME_PLUGINS.filter((p) => p.driver === driver).map((p) => p.plugin);
     return {
       driver,
       installed: objects.csiDrivers.includes(driver),
       unregisteredOn: nodes.filter((n) => !registered.get(n)?.has(driver)),
+      // A node without a CSINode is counted unregistered already: only a kubelet's own word counts here.
+      notMigratedOn: nodes.filter((n) => {
+        const listed = migrated.get(n);
+        return listed !== undefined && !plugins.every((p) => listed.includes(p));
+      }),
     };
   });
   const csiClasses = objects.classes
@@ -173,10 +193,13 @@ export async function observeStorage(
   });
 }
 
-/** Each needed driver that is not installed or not registered everywhere, in words; empty when none. */
+/**
+ * Each needed driver that is not installed, not registered everywhere, or not used by a kubelet for its
+ * plugin, in words; empty when none.
+ */
 export function missingCsiDrivers(inv: StorageInventory): string[] {
   return inv.drivers
-    .filter((d) => !d.installed || d.unregisteredOn.length > 0)
+    .filter((d) => !d.installed || d.unregisteredOn.length > 0 || d.notMigratedOn.length > 0)
     .map((d) => {
       const volumes = inv.volumes.filter((v) => v.driver === d.driver).map((v) => v.name);
       const classes = inv.inTreeClasses.filter((c) => c.driver === d.driver).map((c) => c.name);
@@ -189,6 +212,9 @@ export function missingCsiDrivers(inv: StorageInventory): string[] {
         d.unregisteredOn.length > 0
           ? `not registered in the CSINode of ${listOf(d.unregisteredOn)}`
           : undefined,
+        d.notMigratedOn.length > 0
+          ? `CSI migration off in the kubelet of ${listOf(d.notMigratedOn)}, as its CSINode's ${MIGRATED_PLUGINS} says`
+          : undefined,
       ].filter(Boolean);
       return `${d.driver} (${why.join('; ')}), which serves in-tree ${serves.join(' and ')}`;
     });
@@ -200,7 +226,8 @@ export function describeStorage(inv: StorageInventory): string[] {
     return ['no in-tree volumes or StorageClasses'];
   const ready = (driver: string) => {
     const d = inv.drivers.find((x) => x.driver === driver);
-    return d?.installed && d.unregisteredOn.length === 0 ? 'ready' : 'MISSING';
+    const ok = d?.installed && d.unregisteredOn.length === 0 && d.notMigratedOn.length === 0;
+    return ok ? 'ready' : 'MISSING';
   };
   return [
     ...inv.volumes.map(

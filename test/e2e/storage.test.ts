@@ -150,7 +150,12 @@ describe('--allow-missing-csi', () => {
     // stdout's report, then stderr's line saying how many findings.
     const report = JSON.parse(cli.out.slice(0, cli.out.lastIndexOf('}') + 1)) as DriftReport;
     expect(report.storage?.drivers).toEqual([
-      { driver: 'ebs.csi.aws.com', installed: true, unregisteredOn: ['worker-1', 'worker-2'] },
+      {
+        driver: 'ebs.csi.aws.com',
+        installed: true,
+        unregisteredOn: ['worker-1', 'worker-2'],
+        notMigratedOn: [],
+      },
     ]);
     expect(report.findings.filter((f) => f.kind === 'csi-driver-missing').map((f) => f.object)).toEqual([
       'CSINode worker-1',

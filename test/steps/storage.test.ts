@@ -11,8 +11,13 @@ import {
 } from '../../lib/steps/storage.ts';
 
 const node = (name: string, spec: V1Node['spec'] = {}): V1Node => ({ metadata: { name }, spec });
-const csiNode = (name: string, drivers: string[] | null): V1CSINode => ({
-  metadata: { name },
+/** What the kubelet of 1.25–1.30 writes with every CSIMigration<X> on (pkg/volume/csi/csi_plugin.go). */
+const MIGRATED = {
+  'storage.alpha.kubernetes.io/migrated-plugins':
+    'kubernetes.io/aws-ebs,kubernetes.io/azure-disk,kubernetes.io/azure-file,kubernetes.io/cinder,kubernetes.io/gce-pd,kubernetes.io/vsphere-volume',
+};
+const csiNode = (name: string, drivers: string[] | null, annotations = MIGRATED): V1CSINode => ({
+  metadata: { name, annotations },
   spec: { drivers: drivers?.map((d) => ({ name: d, nodeID: name })) as never },
 });
 const ebs = (name: string, claim?: string): V1PersistentVolume => ({
@@ -82,7 +87,12 @@ describe('storageInventory', () => {
     const inv = storageInventory(objects({ csiNodes: [csiNode('cp-1', null), csiNode('worker-3', [])] }));
     // cp-1 mounts vol-a; worker-1 and worker-2 (only waiting for the CCM) take new pods; worker-3 is cordoned.
     expect(inv.drivers).toEqual([
-      { driver: 'ebs.csi.aws.com', installed: true, unregisteredOn: ['cp-1', 'worker-1', 'worker-2'] },
+      {
+        driver: 'ebs.csi.aws.com',
+        installed: true,
+        unregisteredOn: ['cp-1', 'worker-1', 'worker-2'],
+        notMigratedOn: [],
+      },
     ]);
   });
 
@@ -90,6 +100,17 @@ describe('storageInventory', () => {
     const inv = storageInventory(objects({ csiDrivers: [], csiNodes: [] }));
     expect(missingCsiDrivers(inv)).toEqual([
       'ebs.csi.aws.com (no CSIDriver object; not registered in the CSINode of cp-1, worker-1, worker-2), which serves in-tree volumes vol-a and StorageClasses gp2',
+    ]);
+  });
+
+  it('names a node whose kubelet keeps the plugin in-tree (CSI migration turned off)', () => {
+    const offOnWorker1 = objects().csiNodes.map((n) =>
+      n.metadata?.name === 'worker-1' ? csiNode('worker-1', ['ebs.csi.aws.com'], {} as never) : n,
+    );
+    const inv = storageInventory(objects({ csiNodes: offOnWorker1 }));
+    expect(inv.drivers[0]?.notMigratedOn).toEqual(['worker-1']);
+    expect(missingCsiDrivers(inv)).toEqual([
+      "ebs.csi.aws.com (CSI migration off in the kubelet of worker-1, as its CSINode's storage.alpha.kubernetes.io/migrated-plugins says), which serves in-tree volumes vol-a and StorageClasses gp2",
     ]);
   });
 
