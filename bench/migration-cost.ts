@@ -39,6 +39,8 @@ interface Term {
  * - the CCM's full controller set: its Deployment read and applied, the lease read (before and once led),
  *   the CCM pods listed;
  * - verify: one look at the leader (pods, lease), the nodes listed, the services listed.
+ * - storage, at preflight and again at verify: PersistentVolumes and StorageClasses listed, and where one is
+ *   in-tree the CSIDrivers, CSINodes and VolumeAttachments too (lib/steps/storage.ts).
  */
 function minimumUpgradeRequests(snapshot: Snapshot): Term[] {
   const nodes = Object.keys(snapshot.nodes).length;
@@ -46,6 +48,9 @@ function minimumUpgradeRequests(snapshot: Snapshot): Term[] {
   const jobs = nodes + controlPlane + nodes;
   const pages = Math.ceil(nodes / NODE_PAGE);
   const kubeadm = snapshot.kubeadmClusterConfiguration !== undefined;
+  const storage = snapshot.storage;
+  const storageLists =
+    2 + (storage && (storage.volumes.length > 0 || storage.inTreeClasses.length > 0) ? 3 : 0);
   return [
     { verb: 'create', count: jobs, why: 'agent Jobs' },
     { verb: 'get', count: jobs, why: 'agent Jobs, read once finished' },
@@ -80,6 +85,7 @@ function minimumUpgradeRequests(snapshot: Snapshot): Term[] {
     { verb: 'get', count: 1, why: 'verify: CCM lease' },
     { verb: 'list', count: pages, why: 'verify: nodes' },
     { verb: 'list', count: 1, why: 'verify: services' },
+    { verb: 'list', count: 2 * storageLists, why: 'preflight and verify: storage' },
   ];
 }
 

@@ -227,6 +227,11 @@ export function buildProgram(): Command {
         false,
       )
       .option(
+        '--allow-missing-csi',
+        'upgrade: go on although the CSI driver of an in-tree volume or StorageClass is not installed or not registered on every node that needs it (preflight refuses otherwise); the run records it',
+        false,
+      )
+      .option(
         '--require-approval',
         'after preflight, wait for an approval before changing anything (with --aws: ccm-migrate approve; locally: asked here, or given by --yes)',
         false,
@@ -245,6 +250,7 @@ export function buildProgram(): Command {
               leaderMigration: boolean;
               requireApproval: boolean;
               adopt: boolean;
+              allowMissingCsi: boolean;
             },
         ) => {
           if (o.adopt && kind !== 'upgrade') {
@@ -253,12 +259,16 @@ export function buildProgram(): Command {
               EXIT.badInput,
             );
           }
+          if (o.allowMissingCsi && kind !== 'upgrade') {
+            throw new CliError('--allow-missing-csi applies to upgrades', EXIT.badInput);
+          }
           // Only a --no-leader-migration said out loud overrides the default decision of preflight.
           const options = {
             ...targetOptions(o),
             ...(o.leaderMigration === false ? { leaderMigration: false } : {}),
             ...(o.requireApproval ? { requireApproval: true } : {}),
             ...(o.adopt ? { adopt: true } : {}),
+            ...(o.allowMissingCsi ? { allowMissingCsi: true } : {}),
           };
           if (o.aws) {
             const local = (['kubeconfig', 'context', 'agentImage', 'stateDir'] as const).filter((k) => o[k]);

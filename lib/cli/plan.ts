@@ -7,6 +7,7 @@ import { pinnedNote } from '../steps/endpoint.ts';
 import { credentialsNote } from '../steps/image-credentials.ts';
 import { pinNote } from '../steps/preflight.ts';
 import type { UpgradeOptions } from '../steps/schemas.ts';
+import { describeStorage, missingCsiDrivers } from '../steps/storage.ts';
 
 export function renderPlan(clusterId: string, server: string, plan: UpgradePlan): string {
   const e = plan.examination;
@@ -25,6 +26,15 @@ export function renderPlan(clusterId: string, server: string, plan: UpgradePlan)
   lines.push(...notes.filter((l) => l !== undefined), '');
   const nodes = e.controlPlaneNodes.length + e.workerNodes.length;
   lines.push(...describeAddressChanges(plan.addresses, nodes), '');
+  const missing = missingCsiDrivers(e.storage);
+  lines.push(
+    'storage (in-tree volumes are served by their CSI driver before and after the move):',
+    ...describeStorage(e.storage).map((l) => `  ${l}`),
+    ...(missing.length > 0
+      ? [`  an upgrade refuses (unless --allow-missing-csi): ${missing.join('; ')}`]
+      : []),
+    '',
+  );
   lines.push(`node files (${plan.files.length} to change):`);
   for (const f of plan.files) lines.push(`--- ${f.node}:${f.path}`, f.diff.trimEnd(), '');
   lines.push(`objects (server-side apply, field manager ccm-migrate):`);

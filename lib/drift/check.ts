@@ -14,6 +14,7 @@ import type { ExamineContext } from '../steps/preflight.ts';
 import type { DesiredMode, DriftReport, Finding } from './findings.ts';
 import { kubeletAsDesired, kubeletCloudFlags, wantedKubeletProvider } from './kubelet-flags.ts';
 import { type ClusterObservation, observeCluster } from './observe.ts';
+import { storageFindings } from './storage.ts';
 
 export interface DriftOptions {
   readonly clusterId: string;
@@ -282,6 +283,7 @@ export function findDrift(
     ...nodeFindings(o, now, stuckAfterMs),
     ...kubeadmFindings(o, expect, facts.inTreeName),
     ...leftoverFindings(o, now, stuckAfterMs),
+    ...storageFindings(o.storage, o.pendingClaimClasses),
   ];
 }
 
@@ -304,6 +306,7 @@ export async function checkDrift(ctx: ExamineContext, opts: DriftOptions): Promi
       findings,
       checkedAt: new Date(now()).toISOString(),
       apiRequests: ctx.clients.requests() - before,
+      storage: observation.storage,
     };
   } catch (err) {
     if (!(err instanceof CcmMigrateError) || (opts.throwRetryable && err.retryable)) throw err;

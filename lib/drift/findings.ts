@@ -4,6 +4,7 @@
  * `unknown` when the cluster could not be observed: never clean or drifted by default.
  */
 import * as z from 'zod';
+import { StorageInventorySchema } from '../steps/storage.ts';
 
 export const FINDING_KINDS = [
   'control-plane-flags',
@@ -17,6 +18,8 @@ export const FINDING_KINDS = [
   'node-without-provider-id',
   'kubeadm-config-flags',
   'leftover-agent-job',
+  'csi-driver-missing',
+  'in-tree-storage-class',
 ] as const;
 
 export const FindingSchema = z.object({
@@ -42,6 +45,8 @@ export const DriftReportSchema = z.object({
   checkedAt: z.string(),
   /** API requests the check sent. */
   apiRequests: z.int(),
+  /** The in-tree volumes and StorageClasses and the CSI drivers that serve them (absent: unknown). */
+  storage: StorageInventorySchema.optional(),
   /** Why the cluster could not be observed (status unknown). */
   error: z.string().optional(),
 });

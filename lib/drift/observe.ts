@@ -1,7 +1,8 @@
 /**
  * Observing a cluster for drift, read-only. Shallow: a fixed handful of list/get calls whatever the node
  * count (nodes in pages of 500, control-plane mirror pods and CCM pods by label, the CCM Deployment and
- * DaemonSet (an upgrade runs either), its Lease, kubeadm-config, agent Jobs). Deep: also every node's
+ * DaemonSet (an upgrade runs either), its Lease, kubeadm-config, agent Jobs, PersistentVolumes and
+ * StorageClasses, and where one is in-tree CSIDrivers, CSINodes, VolumeAttachments and claims). Deep: also every node's
  * kubelet flag sources through the node agent (an inspect Job per node, batched: that creates and deletes
  * Jobs, the only writes a drift check makes).
  */
@@ -15,6 +16,8 @@ import { CCM_LABEL_SELECTOR } from '../providers/render.ts';
 import { listNodes } from '../steps/cluster.ts';
 import { readClusterConfiguration } from '../steps/kubeadm-config.ts';
 import type { ExamineContext } from '../steps/preflight.ts';
+import { observeStorage, type StorageInventory } from '../steps/storage.ts';
+import { pendingClaimClasses } from './storage.ts';
 
 export interface ClusterObservation {
   readonly kubernetesVersion: string;
@@ -29,6 +32,10 @@ export interface ClusterObservation {
   readonly ccmLease?: V1Lease;
   readonly clusterConfiguration?: string;
   readonly agentJobs: readonly V1Job[];
+  /** In-tree volumes and StorageClasses, and the CSI drivers that serve them. */
+  readonly storage: StorageInventory;
+  /** StorageClasses named by claims waiting for a volume (read only when an in-tree class exists). */
+  readonly pendingClaimClasses: readonly string[];
   /** Deep only: each node's kubelet flag sources as the agent reads them. */
   readonly kubeletFiles?: Readonly<Record<string, readonly FileReport[]>>;
 }
@@ -36,10 +43,14 @@ export interface ClusterObservation {
 /** What drift reads of a node; the rest of each page is dropped as it comes in. */
 function slimNode(node: V1Node): V1Node {
   const { name, creationTimestamp } = node.metadata ?? {};
-  const { providerID, taints } = node.spec ?? {};
+  const { providerID, taints, unschedulable } = node.spec ?? {};
   return {
     metadata: { ...(name ? { name } : {}), ...(creationTimestamp ? { creationTimestamp } : {}) },
-    spec: { ...(providerID ? { providerID } : {}), ...(taints ? { taints } : {}) },
+    spec: {
+      ...(providerID ? { providerID } : {}),
+      ...(taints ? { taints } : {}),
+      ...(unschedulable ? { unschedulable } : {}),
+    },
   };
 }
 
@@ -94,6 +105,8 @@ export async function observeCluster(
       }),
     ),
   ]);
+  const storage = await observeStorage(ctx, nodes);
+  const pendingClasses = await pendingClaimClasses(ctx, storage);
   let kubeletFiles: Record<string, FileReport[]> | undefined;
   if (opts.deep) {
     const limit = pLimit(DEEP_CONCURRENCY);
@@ -118,6 +131,8 @@ export async function observeCluster(
     ...(ccmLease ? { ccmLease } : {}),
     ...(clusterConfiguration !== undefined ? { clusterConfiguration } : {}),
     agentJobs: jobs.items,
+    storage,
+    pendingClaimClasses: pendingClasses,
     ...(kubeletFiles ? { kubeletFiles } : {}),
   };
 }

@@ -10,6 +10,7 @@ import {
   CoreV1Api,
   KubeConfig,
   KubernetesObjectApi,
+  StorageV1Api,
   VersionApi,
   Watch,
 } from '@kubernetes/client-node';
@@ -22,6 +23,8 @@ export interface KubeClients {
   readonly apps: AppsV1Api;
   readonly batch: BatchV1Api;
   readonly coordination: CoordinationV1Api;
+  /** StorageClasses, CSIDrivers, CSINodes, VolumeAttachments: preflight's and drift's storage inventory. */
+  readonly storage: StorageV1Api;
   readonly version: VersionApi;
   /** Any kind by apiVersion/kind: server-side apply of provider manifests. */
   readonly objects: KubernetesObjectApi;
@@ -48,6 +51,7 @@ function clientsFor(kc: KubeConfig, source: string): KubeClients {
     apps: kc.makeApiClient(AppsV1Api),
     batch: kc.makeApiClient(BatchV1Api),
     coordination: kc.makeApiClient(CoordinationV1Api),
+    storage: kc.makeApiClient(StorageV1Api),
     version: kc.makeApiClient(VersionApi),
     objects: KubernetesObjectApi.makeApiClient(kc),
     watch: new Watch(kc),

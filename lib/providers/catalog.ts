@@ -92,7 +92,10 @@ export interface ProviderDetails {
    * route controller runs nothing where it does not, as in-tree vSphere's never did).
    */
   readonly cloudRoutes?: boolean;
-  /** The CSI drivers that take over the in-tree volume plugins (preflight: in-tree volumes must migrate first). */
+  /**
+   * The provider's CSI drivers, among them those that serve its in-tree volume plugins under CSI migration
+   * (csi-migration.ts maps each plugin to its driver; preflight requires it installed and registered).
+   */
   readonly csiDrivers: readonly string[];
   /** The instance a providerID of this provider names; undefined when it is not one. */
   parseProviderID(providerID: string): ProviderInstance | undefined;

@@ -55,9 +55,11 @@ import {
 import { readClusterConfiguration, readKubeletConfiguration } from './kubeadm-config.ts';
 import { dropInsInTheWay } from './kubelet-drop-ins.ts';
 import { decideLeaderMigration } from './leader-migration.ts';
+import { listOf } from './list-of.ts';
 import { uneditedKubeletFlags } from './running-kubelet.ts';
 import type { LeaderMigrationDecision, PreflightResult, UpgradeOptions } from './schemas.ts';
 import { type NodeFacts, type Snapshot, SnapshotSchema, TOPOLOGY_LABELS } from './snapshot.ts';
+import { missingCsiDrivers, observeStorage, type StorageInventory } from './storage.ts';
 
 /**
  * Agent Jobs started at once while inspecting. An inspection only reads a node's files, so this bounds the
@@ -72,12 +74,6 @@ type Files = Record<string, FileReport[]>;
 const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 const KUBELET_SOURCES_NAMED = [...new Set(KUBELET_FLAG_SOURCES.map((s) => s.path))].join(', ');
-
-function listOf(names: readonly string[], max = 10): string {
-  return names.length <= max
-    ? names.join(', ')
-    : `${names.slice(0, max).join(', ')} and ${names.length - max} more`;
-}
 
 function factsOf(node: V1Node, predicted: NodeAddress[] | undefined): NodeFacts {
   const labels: Record<string, string> = {};
@@ -502,6 +498,8 @@ export interface ClusterExamination {
   readonly endpoint?: PinnedEndpoint;
   /** What the flip does to each kubelet's image credentials. */
   readonly imageCredentials: ImageCredentialsPlan;
+  /** The in-tree volumes and StorageClasses, and the CSI drivers that serve them. */
+  readonly storage: StorageInventory;
 }
 
 export type ExamineContext = Pick<
@@ -566,7 +564,9 @@ export async function examineCluster(
   checkNodeIdentity(nodes, provider, awaiting);
   await requireCloudConfigFile(ctx, runId, provider, files, controlPlaneNodes);
   const translated = await planCloudConfigTranslation(ctx, runId, provider, files, controlPlaneNodes);
+  const storage = await observeStorage(ctx, nodes);
   return {
+    storage,
     ...(translated
       ? { cloudConfigTranslation: translated.translation, cloudConfigCopies: translated.copies }
       : {}),
@@ -675,6 +675,10 @@ export async function takeSnapshot(
     ...(pluginRequired(exam.imageCredentials) ? { imageCredentialsRequired: true } : {}),
     nodes: Object.fromEntries(exam.nodes.map((n) => [nodeName(n), factsOf(n, expected[nodeName(n)])])),
     loadBalancers: await loadBalancers(ctx),
+    storage: exam.storage,
+    ...(options.allowMissingCsi && missingCsiDrivers(exam.storage).length > 0
+      ? { missingCsiAllowed: true }
+      : {}),
   };
   const clusterConfiguration = await readClusterConfiguration(ctx);
   if (clusterConfiguration !== undefined) snapshot.kubeadmClusterConfiguration = clusterConfiguration;
@@ -717,6 +721,29 @@ async function refuseForeignObjects(
   );
 }
 
+/**
+ * In-tree volumes are attached and mounted by their CSI driver (providers/csi-migration.ts), which the
+ * external CCM does not replace: a driver not installed, or not registered on a node that mounts such a
+ * volume or may get one, is refused before any change, unless the operator goes ahead knowingly (the
+ * snapshot records it).
+ */
+function refuseMissingCsi(ctx: StepContext, storage: StorageInventory, options: UpgradeOptions): void {
+  const missing = missingCsiDrivers(storage);
+  if (missing.length === 0) return;
+  if (options.allowMissingCsi) {
+    ctx.progress({
+      step: 'preflight',
+      message: `going on without CSI driver(s), as --allow-missing-csi says: ${missing.join('; ')}`,
+    });
+    return;
+  }
+  throw new PreflightFailedError(
+    `the CSI driver(s) of the cluster's in-tree volumes are missing: ${missing.join('; ')}. ` +
+      'With CSI migration on (every version ccm-migrate moves) these volumes are attached and mounted only by that driver, and the external cloud-controller-manager carries no volume code: ' +
+      'install the driver (its CSIDriver object, and its node plugin on every node), or run again with --allow-missing-csi to go on knowingly',
+  );
+}
+
 export async function preflight(
   event: { clusterId: string; runId: string; options: UpgradeOptions },
   ctx: StepContext,
@@ -728,6 +755,8 @@ export async function preflight(
   // Nothing in-tree is left, but nodes wait for a CCM not installed yet: the run installs it.
   const alreadyExternal = left.length === 0 && exam.awaitingCcm.length === 0;
   const external = exam.externalAlready;
+  // Only before this run's first change: a resumed run must be able to finish, or roll back.
+  if (!alreadyExternal && record.snapshot === undefined) refuseMissingCsi(ctx, exam.storage, event.options);
   if (left.length > 0 && external.length > 0 && record.snapshot === undefined) {
     // Half-migrated: carry on only from a failed upgrade of ours, whose snapshot saw the cluster before it.
     const previous = (await ctx.store.list(event.clusterId))

@@ -49,6 +49,11 @@ export const UpgradeOptionsSchema = z.object({
    * preflight refuses a cluster that has any. Upgrades only.
    */
   adopt: z.boolean().optional(),
+  /**
+   * Go on when the CSI driver of an in-tree volume or StorageClass is not installed or not registered on
+   * every node that needs it (preflight refuses otherwise); the snapshot records it. Upgrades only.
+   */
+  allowMissingCsi: z.boolean().optional(),
 });
 export type UpgradeOptions = z.infer<typeof UpgradeOptionsSchema>;
 

@@ -8,6 +8,7 @@ import { FileReportSchema } from '../agent/protocol.ts';
 import { PROVIDERS } from '../providers/catalog.ts';
 import { CCM_WORKLOADS } from '../providers/ccm-workload.ts';
 import { NodeNetworkSchema } from '../providers/node-network.ts';
+import { StorageInventorySchema } from './storage.ts';
 
 export const NodeFactsSchema = z.object({
   role: z.enum(['control-plane', 'worker']),
@@ -77,6 +78,13 @@ export const SnapshotSchema = z.object({
   /** kube-system/kubelet-config's KubeletConfiguration before the run, when the cluster has one. */
   kubeletConfiguration: z.string().optional(),
   loadBalancers: z.array(z.object({ namespace: z.string(), name: z.string(), ingress: z.array(z.string()) })),
+  /**
+   * The in-tree volumes and StorageClasses and their CSI drivers: verify holds the bound volumes to it.
+   * Absent: a snapshot from before it was recorded.
+   */
+  storage: StorageInventorySchema.optional(),
+  /** Preflight found a CSI driver missing and went on, as the operator said (`--allow-missing-csi`). */
+  missingCsiAllowed: z.boolean().optional(),
 });
 export type Snapshot = z.infer<typeof SnapshotSchema>;
 

@@ -2,7 +2,8 @@
  * Step 6, Verify, once every node was initialised by the CCM (verify-node) and the CCM has its full
  * controller set: no node of the snapshot is gone, none is tainted (a node that joined during the run gets
  * the same bounded wait), every node still carries the providerID and topology labels of the snapshot and
- * the addresses preflight predicted, a CCM leads, and LoadBalancer services keep their ingress.
+ * the addresses preflight predicted, a CCM leads, LoadBalancer services keep their ingress, and every
+ * in-tree volume bound at preflight is still bound to its claim and attached where it was.
  */
 import type { V1Node } from '@kubernetes/client-node';
 import { VerificationFailedError } from '../errors.ts';
@@ -14,6 +15,7 @@ import type { StepContext } from './context.ts';
 import type { RunIds, Verification } from './schemas.ts';
 import type { Snapshot } from './snapshot.ts';
 import { loadSnapshot } from './snapshot-store.ts';
+import { lostVolumes, observeStorage } from './storage.ts';
 import { missingNodes, nodeDrift } from './verify-node.ts';
 
 /** How each node differs from the snapshot in what the CCM owns. */
@@ -50,7 +52,11 @@ export async function verify(event: RunIds, ctx: StepContext): Promise<Verificat
   );
   const gone = missingNodes(nodes, snapshot);
   if (gone.length > 0) throw new VerificationFailedError(nodeDeletedMessage(gone));
-  const problems = [...driftFromSnapshot(nodes, snapshot), ...(await lostIngress(ctx, snapshot))];
+  const problems = [
+    ...driftFromSnapshot(nodes, snapshot),
+    ...(await lostIngress(ctx, snapshot)),
+    ...(snapshot.storage ? lostVolumes(snapshot.storage, await observeStorage(ctx, nodes)) : []),
+  ];
   if (problems.length > 0) {
     throw new VerificationFailedError(
       `the cluster differs from its snapshot: ${problems.slice(0, 10).join('; ')}`,

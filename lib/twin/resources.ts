@@ -93,6 +93,11 @@ export const RESOURCE_TYPES: readonly ResourceType[] = [
     shortNames: ['pdb'],
     status: true,
   }),
+  // storage.k8s.io/v1 (k8s.io/api storage/v1 types.go): a StorageClass has no spec, its fields are top-level.
+  type('storage.k8s.io', 'v1', 'StorageClass', 'storageclasses', { namespaced: false, shortNames: ['sc'] }),
+  type('storage.k8s.io', 'v1', 'CSIDriver', 'csidrivers', { namespaced: false, hasSpec: true }),
+  type('storage.k8s.io', 'v1', 'CSINode', 'csinodes', { namespaced: false, hasSpec: true }),
+  type('storage.k8s.io', 'v1', 'VolumeAttachment', 'volumeattachments', { namespaced: false, status: true }),
 ];
 
 /** `apiVersion` as written in objects: `v1` for the core group, `group/version` otherwise. */

@@ -114,6 +114,11 @@ export const NodeGroupSchema = z
     hostname: z.string().min(1).default('{name}'),
     labels: z.record(z.string(), z.string()).default({}),
     /**
+     * The CSI drivers whose node plugin runs on each host of the group (`ebs.csi.aws.com`): each kubelet
+     * lists them in its Node's CSINode, as a registered node plugin has its kubelet do.
+     */
+    csiDrivers: z.array(z.string().min(1)).default([]),
+    /**
      * A second network interface on each instance: the cloud's instance API lists its address as another
      * InternalIP, after the first (what a cloud-controller-manager reads). `inTree: false` hides it from an
      * in-tree kubelet, whose provider asked the instance's own metadata: in-tree Azure read only the first

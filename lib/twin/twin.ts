@@ -86,14 +86,25 @@ export class TwinStartError extends Error {
   }
 }
 
-/** The spec's objects, created before anything runs (kubeadm wrote them before the nodes joined). */
+/**
+ * The spec's objects, created before anything runs (kubeadm wrote them before the nodes joined). A status
+ * the spec gives (a Bound PersistentVolume, an attached VolumeAttachment) is written through the status
+ * subresource, as the controllers that own it did: a real server drops status on create.
+ */
 function seedObjects(store: ClusterStore, spec: TwinSpec): void {
   for (const [i, obj] of spec.objects.entries()) {
     const type = findByKind(obj.apiVersion, obj.kind);
     if (!type)
       throw new TwinStartError(`objects[${i}]: the twin does not serve ${obj.apiVersion} ${obj.kind}`);
     try {
-      store.create(typeKey(type), structuredClone(obj) as never);
+      const created = store.create(typeKey(type), structuredClone(obj) as never);
+      if (obj.status !== undefined && type.subresources.includes('status')) {
+        store.update(
+          typeKey(type),
+          { ...created, status: structuredClone(obj.status) },
+          { subresource: 'status' },
+        );
+      }
     } catch (err) {
       throw new TwinStartError(`objects[${i}] (${obj.kind} ${obj.metadata.name}): ${(err as Error).message}`);
     }

@@ -48,6 +48,8 @@ interface ProviderCase {
   readonly cloudConfig: string;
   /** Who initialises nodes once external: the CCM's cloud-node controller, or (Azure) each node's manager. */
   readonly initialiser: Initialiser;
+  /** The in-tree PersistentVolumes of the fixture and their phase. */
+  readonly volumes?: readonly (readonly [string, string])[];
 }
 
 const CASES: readonly ProviderCase[] = [
@@ -59,6 +61,7 @@ const CASES: readonly ProviderCase[] = [
     image: /^registry\.k8s\.io\/cloud-provider-gcp\/cloud-controller-manager:v30\./,
     cloudConfig: '/etc/gce.conf',
     initialiser: 'cloud-node-controller',
+    volumes: [['pv-data-0', 'Bound']],
   },
   {
     title: 'OpenStack (in-tree openstack on kubeadm v1.25)',
@@ -102,6 +105,11 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
           (await e2e?.t.core.listNode())?.items.map((n) => [n.metadata?.name, n.spec?.providerID]) ?? [],
         );
       const idsAtStart = await providerIDs();
+      // In-tree volumes (gcp-mini's GCE PD, assets/twins/storage/gce-pd), bound before, after and back.
+      const volumes = async () =>
+        (await e2e?.t.core.listPersistentVolume())?.items.map((v) => [v.metadata?.name, v.status?.phase]);
+      const volumesAtStart = await volumes();
+      expect(volumesAtStart).toEqual(c.volumes ?? []);
       expect(Object.values(idsAtStart)).toEqual(nodes.map(() => expect.stringMatching(c.providerID)));
       expect(await syncedBy(e2e, c.initialiser)).toEqual([]);
 
@@ -128,6 +136,7 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
       if (c.initialiser === 'cloud-node-manager')
         expect(await syncedBy(e2e, 'cloud-node-controller')).toEqual([]);
       expect(await providerIDs()).toEqual(idsAtStart);
+      expect(await volumes()).toEqual(volumesAtStart);
       expect(await kubeadmConfig(e2e)).not.toContain(`cloud-provider: ${c.inTree}`);
 
       const down = await e2e.downgrade();
@@ -137,6 +146,7 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
         expect(e2e.t.twin.nodes.kubelet(node).flags.get('cloud-provider'), node).toBe(c.inTree);
       }
       expect(hashes(await nodeFiles(e2e.t), start)).toEqual(hashes(start, start));
+      expect(await volumes()).toEqual(volumesAtStart);
       expect(await kubeadmConfig(e2e)).toBe(kubeadmAtStart);
       expect(await providerIDs()).toEqual(idsAtStart);
 

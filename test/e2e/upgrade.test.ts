@@ -3,6 +3,8 @@
  * with the node agent running as Jobs on the twin's nodes. What issue 3 lists under "Done means".
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { checkDrift } from '../../lib/drift/check.ts';
+import { localContext } from '../../lib/local/context.ts';
 import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
 import { apiServersUnderTest } from '../real-api.ts';
 import { FIXTURES, fixtureSpec, kubeletExternal } from '../twin/running-twin.ts';
@@ -10,6 +12,33 @@ import { expectMigrated, UNINITIALIZED } from './expect-migrated.ts';
 import { type E2E, nodeFiles, startE2E } from './harness.ts';
 
 let e2e: E2E | undefined;
+
+/**
+ * aws-ha-mini's in-tree EBS volume (assets/twins/storage/aws-ebs) is still bound and attached, its driver
+ * registered by every kubelet in a CSINode owned by the Node; a node whose driver then goes is named by drift.
+ */
+async function expectVolumesServed(run: E2E): Promise<void> {
+  const { t } = run;
+  expect((await t.core.readPersistentVolume({ name: 'pv-data-0' })).status?.phase).toBe('Bound');
+  const attachments = (await t.storage.listVolumeAttachment()).items;
+  expect(attachments.map((a) => [a.spec.nodeName, a.spec.attacher, a.status?.attached])).toEqual([
+    ['worker-1', 'ebs.csi.aws.com', true],
+  ]);
+  const worker2 = await t.storage.readCSINode({ name: 'worker-2' });
+  expect(worker2.spec.drivers.map((d) => d.name)).toEqual(['ebs.csi.aws.com']);
+  expect(worker2.metadata?.ownerReferences?.map((o) => `${o.kind}/${o.name}`)).toEqual(['Node/worker-2']);
+  // The node plugin goes (its DaemonSet pod evicted): the kubelet takes the driver out of the CSINode.
+  await t.storage.replaceCSINode({ name: 'worker-2', body: { ...worker2, spec: { drivers: [] } } });
+  const report = await checkDrift(localContext({ clients: t, pollMs: 10 }), {
+    clusterId: 'aws-ha-mini',
+    provider: 'aws',
+    expect: 'external',
+    deep: false,
+  });
+  expect(report.findings.filter((f) => f.kind === 'csi-driver-missing').map((f) => f.object)).toEqual([
+    'CSINode worker-2',
+  ]);
+}
 afterEach(async () => {
   await e2e?.stop();
   e2e = undefined;
@@ -38,6 +67,7 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
       expect(record?.status).toBe('succeeded');
       expect(result.transitions).toBeGreaterThan(10);
       expect(result.apiRequests).toBeGreaterThan(0);
+      await expectVolumesServed(e2e);
     });
 
     it('changes nothing when run again: no node file written, no applied object changed, and says so', async () => {

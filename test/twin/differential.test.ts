@@ -456,6 +456,37 @@ const CASES: readonly Case[] = [
     run: async (s) =>
       statusOf(await s.send({ method: 'POST', path: CM, body: { metadata: { name: 'Not_Valid' } } })),
   },
+  {
+    // The spec's in-tree EBS volume (status written as its controllers did) and each kubelet's CSINode.
+    name: 'list the storage objects preflight reads (PVs, classes, CSIDrivers, CSINodes, attachments)',
+    source: 'ccm-migrate',
+    run: async (s) => {
+      const list = (p: string) => s.send({ method: 'GET', path: p });
+      const items = (a: Answer) => (a.body.items ?? []) as Record<string, Record<string, unknown>>[];
+      const [pvs, classes, drivers, csiNodes, attachments] = await Promise.all([
+        list('/api/v1/persistentvolumes'),
+        list('/apis/storage.k8s.io/v1/storageclasses'),
+        list('/apis/storage.k8s.io/v1/csidrivers'),
+        list('/apis/storage.k8s.io/v1/csinodes'),
+        list('/apis/storage.k8s.io/v1/volumeattachments'),
+      ]);
+      return {
+        code: csiNodes.code,
+        fields: {
+          pvs: items(pvs).map((v) => [v.metadata?.name, v.status?.phase, v.spec?.awsElasticBlockStore]),
+          classes: items(classes).map((c) => [c.metadata?.name, c.provisioner]),
+          drivers: items(drivers).map((d) => [d.metadata?.name, d.spec?.attachRequired]),
+          csiNodes: items(csiNodes).map((n) => [
+            n.metadata?.name,
+            n.metadata?.annotations,
+            (n.metadata?.ownerReferences as { kind: string }[] | undefined)?.map((o) => o.kind),
+            n.spec?.drivers,
+          ]),
+          attachments: items(attachments).map((a) => [a.metadata?.name, a.spec, a.status]),
+        },
+      };
+    },
+  },
   // kubectl, as an operator uses it against the twin.
   ...kubectlCases(),
 ];
@@ -582,7 +613,17 @@ describe.runIf(realApiRuns())('the in-process twin held to a real kube-apiserver
   const rows: Row[] = [];
 
   beforeAll(async () => {
-    const spec = await fixtureSpec(FIXTURES.awsMini);
+    // aws-mini with aws-ha-mini's EBS volume, its driver registered on the workers only.
+    const [mini, ha] = await Promise.all([fixtureSpec(FIXTURES.awsMini), fixtureSpec(FIXTURES.awsHaMini)]);
+    const spec = await fixtureSpec(FIXTURES.awsMini, {
+      overrides: {
+        objects: [...mini.objects, ...ha.objects.filter((o) => o.metadata.name !== 'kubeadm-config')],
+        nodeGroups: mini.nodeGroups.map((g) => ({
+          ...g,
+          csiDrivers: g.role === 'worker' ? ['ebs.csi.aws.com'] : [],
+        })),
+      },
+    });
     const [twin, real] = await Promise.all([startTestTwin(spec), startTestTwin(spec, { realApi: true })]);
     sides = [side('in-process', twin), side('real', real)];
   });

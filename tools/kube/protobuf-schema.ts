@@ -24,6 +24,7 @@ const PACKAGES: Record<string, string[]> = {
     'coordination/v1',
     'rbac/v1',
     'policy/v1',
+    'storage/v1',
     'authorization/v1',
     'autoscaling/v1',
   ],

@@ -15,6 +15,7 @@ import { type NodeGroup, NodeGroupSchema } from '../spec.ts';
 import type { KubeObject } from '../store.ts';
 import { kubernetesMinor } from '../workloads/objects.ts';
 import { startProblem } from './binary-start.ts';
+import { registerCsiDrivers } from './csi-node.ts';
 import { writeHostFiles, writeJoiningHostFiles } from './host-files.ts';
 import { readKubeletStartConfig } from './kubelet-config.ts';
 import { kubeletAddressing, nodeConditions, nodeLease, registeredNode } from './node-object.ts';
@@ -170,6 +171,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
   await writeHostFiles(ctx.stateDir, placements, spec.nodeGroups);
 
   const groupLabels = new Map(spec.nodeGroups.map((g) => [g.name, g.labels]));
+  const csiDrivers = new Map(spec.nodeGroups.map((g) => [g.name, g.csiDrivers]));
   const kubelets = new Map<string, Kubelet>(placements.map((p) => [p.name, newKubelet(p)]));
   const hosts = new Map([...kubelets].map(([name, k]) => [name, podHost(k)]));
   const staticPods = new StaticPodRunner(ctx, timers, minor);
@@ -253,6 +255,12 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
         }),
       );
     }
+    registerCsiDrivers(
+      store,
+      node,
+      csiDrivers.get(k.placement.group) ?? [],
+      cloud.instanceFor(name)?.id ?? name,
+    );
     const lease = nodeLease(node);
     const existing = store.tryGet('leases.coordination.k8s.io', 'kube-node-lease', name);
     if (existing)

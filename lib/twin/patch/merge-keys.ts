@@ -1,7 +1,7 @@
 /**
  * What the Kubernetes API types declare about their lists, for the types the twin serves. Strategic
  * merge patch reads the Go struct tags `patchStrategy`/`patchMergeKey`; server-side apply reads the
- * `+listType`/`+listMapKey` markers (k8s.io/api core/v1, apps/v1, batch/v1, policy/v1 types.go and
+ * `+listType`/`+listMapKey` markers (k8s.io/api core/v1, apps/v1, batch/v1, policy/v1, storage/v1 types.go and
  * ObjectMeta in apimachinery). The two differ in places: container and service ports are merged by port
  * alone in SMP but keyed by port+protocol in SSA; Job conditions merge in SMP but are atomic in SSA.
  * Lists not named here are replaced by SMP and atomic for SSA (tolerations, node taints, args, rules…).
@@ -98,6 +98,8 @@ const LISTS: Record<string, Record<string, ListRule>> = {
   'daemonsets.apps': { ...TEMPLATE, 'status.conditions': CONDITIONS },
   'jobs.batch': { ...TEMPLATE, 'status.conditions': { smpMerge: true, mergeKey: 'type', ssa: 'atomic' } },
   'poddisruptionbudgets.policy': { 'status.conditions': CONDITIONS },
+  // CSINodeSpec.Drivers: patchMergeKey=name, listType=map, listMapKey=name (storage/v1 types.go).
+  'csinodes.storage.k8s.io': { 'spec.drivers': byKey('name') },
 };
 
 /** LabelSelector is `+structType=atomic`; Service and PodSpec selectors are `+mapType=atomic`. */
