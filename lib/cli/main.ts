@@ -2,7 +2,9 @@
  * The `ccm-migrate` command. Each subcommand parses its flags (commander gives every one a --help),
  * calls one function, and turns known failures into a one-line message and a documented exit code.
  */
-import { readFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
@@ -28,6 +30,7 @@ import { imageOption, parseAgentImage } from './image-flag.ts';
 import { migrationCommand } from './migration.ts';
 import { planCommand } from './plan.ts';
 import { providerRows, renderProviders } from './providers.ts';
+import { reportCommand } from './report.ts';
 import { serveTwin } from './twin-serve.ts';
 
 /** The example twin `npm start` runs: AWS, three control-plane nodes and five workers. */
@@ -172,6 +175,19 @@ function clusterTarget(o: ClusterFlags) {
   };
 }
 
+/** A report's path, checked before a run: a run of minutes must not end in a report nobody can write. */
+async function writableReportPath(out: string): Promise<string> {
+  try {
+    await access(path.dirname(path.resolve(out)), constants.W_OK);
+  } catch {
+    throw new CliError(
+      `cannot write the report to ${out}: its directory is missing or not writable`,
+      EXIT.badInput,
+    );
+  }
+  return out;
+}
+
 export function buildProgram(): Command {
   const program = new Command('ccm-migrate')
     .description(
@@ -233,6 +249,10 @@ export function buildProgram(): Command {
       )
       .option('--request-id <id>', 'with --aws: the same id again follows the same execution', requestId)
       .option('--poll-interval <s>', 'with --aws: seconds between two looks at the execution', pollSeconds, 5)
+      .option(
+        '--report <file>',
+        'write the run report (HTML: a timeline per node and for the cloud controllers, the summary) there at the end, whatever the outcome',
+      )
       .action(
         async (
           o: ClusterFlags &
@@ -245,6 +265,7 @@ export function buildProgram(): Command {
               leaderMigration: boolean;
               requireApproval: boolean;
               adopt: boolean;
+              report?: string;
             },
         ) => {
           if (o.adopt && kind !== 'upgrade') {
@@ -261,7 +282,9 @@ export function buildProgram(): Command {
             ...(o.adopt ? { adopt: true } : {}),
           };
           if (o.aws) {
-            const local = (['kubeconfig', 'context', 'agentImage', 'stateDir'] as const).filter((k) => o[k]);
+            const local = (['kubeconfig', 'context', 'agentImage', 'stateDir', 'report'] as const).filter(
+              (k) => o[k],
+            );
             if (local.length > 0) {
               throw new CliError(
                 `--${local.map((k) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join(', --')} ` +
@@ -283,13 +306,21 @@ export function buildProgram(): Command {
             });
             return;
           }
+          const stateDir = o.stateDir ?? defaultStateDir();
+          const out = o.report ? await writableReportPath(o.report) : undefined;
           await migrationCommand({
             kind,
             ...clusterTarget(o),
             options,
-            store: new LocalRunStore(o.stateDir ?? defaultStateDir()),
+            store: new LocalRunStore(stateDir),
             maxUnavailable: o.maxUnavailable,
             yes: o.yes,
+            ...(out
+              ? {
+                  report: (runId: string) =>
+                    reportCommand({ clusterId: o.clusterId, runId, stateDir, out }, process.stdout),
+                }
+              : {}),
           });
         },
       );
@@ -371,6 +402,40 @@ export function buildProgram(): Command {
           ...(o.expect ? { expect: o.expect } : {}),
           ...(o.provider ? { provider: o.provider } : {}),
           ...(o.agentImage ? { agentImage: o.agentImage } : {}),
+        });
+      },
+    );
+
+  program
+    .command('report')
+    .description(
+      'Write one run as a self-contained HTML report: a timeline (a lane per node and one for the cloud controllers: each step, restart, wait and who held the cloud loops), the summary (outcome, duration against its lower bound, API requests, state transitions) and each node’s files as hashes and cloud flags.',
+    )
+    .requiredOption('--cluster-id <id>', 'the cluster’s id in the run store', clusterId)
+    .option('--run-id <id>', 'the run (default: the cluster’s latest)', clusterId)
+    .option('--state-dir <dir>', 'run records (default: $CCM_MIGRATE_STATE_DIR or ~/.ccm-migrate)')
+    .option('--twin-dir <dir>', 'on a twin: its state dir, whose invariant monitor’s intervals are overlaid')
+    .option(
+      '--twin-spec <file>',
+      'on a twin: its spec, whose latencies give the lower bound as the benchmark does',
+    )
+    .requiredOption('--out <file>', 'where to write the HTML')
+    .action(
+      async (o: {
+        clusterId: string;
+        runId?: string;
+        stateDir?: string;
+        twinDir?: string;
+        twinSpec?: string;
+        out: string;
+      }) => {
+        await reportCommand({
+          clusterId: o.clusterId,
+          stateDir: o.stateDir ?? defaultStateDir(),
+          out: await writableReportPath(o.out),
+          ...(o.runId ? { runId: o.runId } : {}),
+          ...(o.twinDir ? { twinDir: o.twinDir } : {}),
+          ...(o.twinSpec ? { latencies: (await loadTwinSpec(o.twinSpec)).latencies } : {}),
         });
       },
     );
