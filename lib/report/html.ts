@@ -43,14 +43,11 @@ function pct(ms: number, total: number): string {
   return `${((100 * ms) / total).toFixed(3)}%`;
 }
 
-/** Tick marks at 1, 2 or 5 × 10ⁿ seconds, about eight of them. */
-function ticks(totalMs: number): number[] {
+/** The step between tick marks: 1, 2 or 5 × 10ⁿ ms, about eight of them. */
+function tickStep(totalMs: number): number {
   const raw = totalMs / 8;
   const pow = 10 ** Math.floor(Math.log10(Math.max(raw, 1)));
-  const step = [1, 2, 5, 10].map((m) => m * pow).find((s) => s >= raw) ?? raw;
-  const out: number[] = [];
-  for (let t = 0; t <= totalMs; t += step) out.push(t);
-  return out;
+  return [1, 2, 5, 10].map((m) => m * pow).find((s) => s >= raw) ?? raw;
 }
 
 function spanItem(lane: Lane, span: Span, total: number, id: string): string {
@@ -70,10 +67,13 @@ function timeline(report: RunReport, total: number): string {
     const sub = lane.subtitle ? `<span class="sub">${esc(lane.subtitle)}</span>` : '';
     return `<li class="lane role-${lane.role}" data-lane="${esc(lane.title)}"><h3 class="lane-title" id="lane-${lane.id}">${esc(lane.title)}${sub}</h3><ul class="track" aria-labelledby="lane-${lane.id}">${items}</ul></li>`;
   });
-  const axis = ticks(total)
-    .map((t) => `<span class="tick" style="left:${pct(t, total)}">${formatDuration(t)}</span>`)
-    .join('');
-  return `<ol class="timeline" aria-label="Timeline: one lane for the workflow, one for the cloud controllers, one per node">${lanes.join('')}</ol><div class="axis" aria-hidden="true"><span></span><div class="ticks">${axis}</div></div>`;
+  const step = tickStep(total);
+  const axis: string[] = [];
+  for (let t = 0; t <= total; t += step) {
+    axis.push(`<span class="tick" style="left:${pct(t, total)}">${formatDuration(t)}</span>`);
+  }
+  // The tracks' grid lines fall on the ticks: the custom property is the step as a share of the width.
+  return `<ol class="timeline" style="--tick:${pct(step, total)}" aria-label="Timeline: one lane for the workflow, one for the cloud controllers, one per node">${lanes.join('')}</ol><div class="axis" aria-hidden="true"><span></span><div class="ticks">${axis.join('')}</div></div>`;
 }
 
 const LEGEND: ReadonlyArray<readonly [string, string]> = [
@@ -94,7 +94,7 @@ function legend(): string {
 }
 
 function summary(report: RunReport): string {
-  const rows: Array<[string, string, string]> = [
+  const rows: Array<[key: string, term: string, value: string, note?: string]> = [
     ['outcome', 'Outcome', OUTCOME_WORDS[report.outcome]],
     ['duration', 'Duration', formatDuration(report.durationMs)],
   ];
@@ -102,8 +102,9 @@ function summary(report: RunReport): string {
     const ratio = report.durationMs / report.lowerBound.ms;
     rows.push([
       'lower-bound',
-      'Lower bound',
-      `${formatDuration(report.lowerBound.ms)}: the run took ${ratio.toFixed(2)}× it (from ${report.lowerBound.basis})`,
+      'Duration / lower bound',
+      `${ratio.toFixed(2)}× of ${formatDuration(report.lowerBound.ms)}`,
+      `from ${report.lowerBound.basis}`,
     ]);
   }
   if (report.apiRequests !== undefined)
@@ -114,7 +115,8 @@ function summary(report: RunReport): string {
   if (report.maxUnavailable) rows.push(['max-unavailable', 'Max unavailable', String(report.maxUnavailable)]);
   if (report.executions > 1) rows.push(['executions', 'Executions', String(report.executions)]);
   const items = rows.map(
-    ([key, term, value]) => `<div data-summary="${key}"><dt>${term}</dt><dd>${esc(value)}</dd></div>`,
+    ([key, term, value, note]) =>
+      `<div data-summary="${key}"><dt>${term}</dt><dd>${esc(value)}${note ? `<small>${esc(note)}</small>` : ''}</dd></div>`,
   );
   const error = report.error
     ? `<p class="error" role="alert"><strong>${esc(report.error.name)}</strong>: ${esc(report.error.message)}</p>`
@@ -176,10 +178,10 @@ h1{font-size:1.6rem;margin:0 0 .2rem}h2{font-size:1.2rem;margin:2rem 0 .6rem;bor
 .meta{color:var(--muted);margin:0}
 .badge{display:inline-block;padding:.05rem .55rem;border-radius:1rem;font-size:1.1rem;vertical-align:.1rem}
 .o-succeeded{background:#dafbe1;color:#116329}.o-failed{background:#ffebe9;color:#a40e26}.o-rolled-back{background:#fff8c5;color:#7d4e00}.o-running{background:#ddf4ff;color:#0a3069}
-.summary{display:grid;grid-template-columns:repeat(auto-fill,minmax(11rem,1fr));gap:.6rem;margin:1rem 0}
+.summary{display:grid;grid-template-columns:repeat(auto-fill,minmax(9.5rem,1fr));gap:.6rem;margin:1rem 0}
 .summary div{border:1px solid var(--line);border-radius:.4rem;padding:.5rem .7rem}
 .summary dt{font-size:.8rem;color:var(--muted)}.summary dd{margin:0;font-size:1.05rem;font-weight:600}
-.summary div[data-summary=lower-bound]{grid-column:span 2}.summary div[data-summary=lower-bound] dd{font-weight:400;font-size:.9rem}
+.summary div[data-summary=lower-bound]{grid-column:span 2}.summary dd small{display:block;font-weight:400;font-size:.75rem;color:var(--muted)}
 .error{border-left:4px solid #cf222e;padding:.4rem .8rem;background:#ffebe9}
 .skip{position:absolute;left:-999px}.skip:focus{left:1rem;top:1rem;background:#fff;padding:.3rem;z-index:20}
 .legend{display:flex;flex-wrap:wrap;gap:.3rem 1rem;list-style:none;padding:0;margin:.4rem 0 .8rem;font-size:.8rem;color:var(--muted)}
@@ -190,7 +192,7 @@ h1{font-size:1.6rem;margin:0 0 .2rem}h2{font-size:1.2rem;margin:2rem 0 .6rem;bor
 .lane.role-cloud{border-bottom:2px solid var(--line)}
 .lane-title{font-size:.85rem;margin:0;padding:.15rem .5rem .15rem 0;font-weight:600;overflow-wrap:anywhere}
 .lane-title .sub{display:block;font-weight:400;font-size:.72rem;color:var(--muted)}
-.track{position:relative;height:2rem;margin:0;padding:0;list-style:none;background:repeating-linear-gradient(90deg,transparent 0 calc(12.5% - 1px),#f0f2f5 calc(12.5% - 1px) 12.5%)}
+.track{position:relative;height:2rem;margin:0;padding:0;list-style:none;background:repeating-linear-gradient(90deg,#e6e9ed 0 1px,transparent 1px var(--tick))}
 .span{position:absolute;top:.2rem;height:1.6rem;min-width:2px;box-sizing:border-box;border-radius:3px;font-size:.72rem;cursor:default}
 .span .name{display:block;overflow:hidden;white-space:nowrap;text-overflow:clip;padding:.3rem .3rem 0;line-height:1.1}
 .span:focus{outline:3px solid #0969da;outline-offset:1px;z-index:6}
