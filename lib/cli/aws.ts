@@ -42,6 +42,8 @@ export interface AwsMigrationCommand {
   readonly confirm?: (question: string) => Promise<boolean>;
   readonly pollMs?: number;
   readonly out?: NodeJS.WritableStream;
+  /** Writes the run's report once the execution ended, whatever the outcome (`--report`). */
+  readonly report?: (runId: string) => Promise<void>;
 }
 
 export interface AwsRunResult {
@@ -171,6 +173,7 @@ export async function awsMigrationCommand(cmd: AwsMigrationCommand): Promise<Aws
     started: start.started,
   };
   out.write(awsSummary(cmd.kind, result));
+  await cmd.report?.(result.runId);
   if (result.status !== 'SUCCEEDED') {
     const name = result.error?.name ?? ERROR_NAMES.verificationFailed;
     const code = result.status === 'TIMED_OUT' ? EXIT.timedOut : exitCodeForError(name);

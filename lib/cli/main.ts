@@ -30,7 +30,7 @@ import { imageOption, parseAgentImage } from './image-flag.ts';
 import { migrationCommand } from './migration.ts';
 import { planCommand } from './plan.ts';
 import { providerRows, renderProviders } from './providers.ts';
-import { reportCommand } from './report.ts';
+import { reportCommand, runTableOf } from './report.ts';
 import { serveTwin } from './twin-serve.ts';
 
 /** The example twin `npm start` runs: AWS, three control-plane nodes and five workers. */
@@ -282,9 +282,7 @@ export function buildProgram(): Command {
             ...(o.adopt ? { adopt: true } : {}),
           };
           if (o.aws) {
-            const local = (['kubeconfig', 'context', 'agentImage', 'stateDir', 'report'] as const).filter(
-              (k) => o[k],
-            );
+            const local = (['kubeconfig', 'context', 'agentImage', 'stateDir'] as const).filter((k) => o[k]);
             if (local.length > 0) {
               throw new CliError(
                 `--${local.map((k) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join(', --')} ` +
@@ -292,17 +290,34 @@ export function buildProgram(): Command {
                 EXIT.badInput,
               );
             }
+            const sfn = new SFNClient({});
+            const target = await stackTarget(o, kind);
+            const out = o.report ? await writableReportPath(o.report) : undefined;
             await awsMigrationCommand({
               kind,
               clusterId: o.clusterId,
-              sfn: new SFNClient({}),
+              sfn,
               events: eventsClient(),
-              target: await stackTarget(o, kind),
+              target,
               maxUnavailable: o.maxUnavailable,
               options,
               yes: o.yes,
               pollMs: o.pollInterval * 1000,
               ...(o.requestId ? { requestId: o.requestId } : {}),
+              ...(out
+                ? {
+                    report: (runId: string) =>
+                      reportCommand({
+                        aws: true,
+                        clusterId: o.clusterId,
+                        runId,
+                        sfn,
+                        target,
+                        out,
+                        ...runTableOf(target),
+                      }),
+                  }
+                : {}),
             });
             return;
           }
@@ -406,39 +421,67 @@ export function buildProgram(): Command {
       },
     );
 
-  program
-    .command('report')
-    .description(
-      'Write one run as a self-contained HTML report: a timeline (a lane per node and one for the cloud controllers: each step, restart, wait and who held the cloud loops), the summary (outcome, duration against its lower bound, API requests, state transitions) and each node’s files as hashes and cloud flags.',
-    )
-    .requiredOption('--cluster-id <id>', 'the cluster’s id in the run store', clusterId)
-    .option('--run-id <id>', 'the run (default: the cluster’s latest)', clusterId)
-    .option('--state-dir <dir>', 'run records (default: $CCM_MIGRATE_STATE_DIR or ~/.ccm-migrate)')
-    .option('--twin-dir <dir>', 'on a twin: its state dir, whose invariant monitor’s intervals are overlaid')
-    .option(
-      '--twin-spec <file>',
-      'on a twin: its spec, whose latencies give the lower bound as the benchmark does',
-    )
-    .requiredOption('--out <file>', 'where to write the HTML')
-    .action(
-      async (o: {
+  awsOptions(
+    program
+      .command('report')
+      .description(
+        'Write one run as a self-contained HTML report: a timeline (a lane per node and one for the cloud controllers: each step, restart, wait and who held the cloud loops), the summary (outcome, duration against its lower bound, API requests, state transitions) and each node’s files as hashes and cloud flags.',
+      )
+      .requiredOption('--cluster-id <id>', 'the cluster’s id in the run store', clusterId)
+      .option('--run-id <id>', 'the run (default: the cluster’s latest)', clusterId)
+      .option('--state-dir <dir>', 'run records (default: $CCM_MIGRATE_STATE_DIR or ~/.ccm-migrate)')
+      .option(
+        '--twin-dir <dir>',
+        'on a twin: its state dir, whose invariant monitor’s intervals are overlaid',
+      )
+      .option(
+        '--twin-spec <file>',
+        'on a twin: its spec, whose latencies give the lower bound as the benchmark does',
+      )
+      .requiredOption('--out <file>', 'where to write the HTML'),
+    'upgrade or downgrade',
+  ).action(
+    async (
+      o: AwsFlags & {
         clusterId: string;
         runId?: string;
         stateDir?: string;
         twinDir?: string;
         twinSpec?: string;
         out: string;
-      }) => {
+      },
+    ) => {
+      if (o.aws) {
+        const local = (['stateDir', 'twinDir', 'twinSpec'] as const).filter((k) => o[k]);
+        if (local.length > 0) {
+          throw new CliError(
+            `--${local.map((k) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join(', --')} ` +
+              'do not apply with --aws: the report reads the execution and the stack’s run table',
+            EXIT.badInput,
+          );
+        }
+        const target = await stackTarget(o);
         await reportCommand({
+          aws: true,
           clusterId: o.clusterId,
-          stateDir: o.stateDir ?? defaultStateDir(),
+          sfn: new SFNClient({}),
+          target,
           out: await writableReportPath(o.out),
           ...(o.runId ? { runId: o.runId } : {}),
-          ...(o.twinDir ? { twinDir: o.twinDir } : {}),
-          ...(o.twinSpec ? { latencies: (await loadTwinSpec(o.twinSpec)).latencies } : {}),
+          ...runTableOf(target),
         });
-      },
-    );
+        return;
+      }
+      await reportCommand({
+        clusterId: o.clusterId,
+        stateDir: o.stateDir ?? defaultStateDir(),
+        out: await writableReportPath(o.out),
+        ...(o.runId ? { runId: o.runId } : {}),
+        ...(o.twinDir ? { twinDir: o.twinDir } : {}),
+        ...(o.twinSpec ? { latencies: (await loadTwinSpec(o.twinSpec)).latencies } : {}),
+      });
+    },
+  );
 
   awsOptions(
     program

@@ -75,16 +75,20 @@ function stateSpans(states: readonly StateEntry[], t0: number, endMs: number): M
       }
       case 'exited':
       case 'caught': {
+        // Left after a failure not retried: caught (the local engine says so, Step Functions just leaves it).
+        const failure = failed.get(key);
         open.delete(key);
         failed.delete(key);
         if (!entered) break;
         const wait = e.state === APPROVAL_STATES.approval;
         add(e.node, {
-          kind: e.event === 'caught' ? 'failed' : wait ? 'wait' : 'step',
+          kind: e.event === 'caught' || failure ? 'failed' : wait ? 'wait' : 'step',
           label: e.state,
           startMs: ms(entered.at),
           endMs: ms(e.at),
-          ...(e.event === 'caught' ? { detail: 'failed; the workflow caught it' } : {}),
+          ...(e.event === 'caught' || failure
+            ? { detail: `${failure?.error?.name ?? 'failed'}, caught by the workflow` }
+            : {}),
         });
         break;
       }

@@ -128,7 +128,9 @@ describe('the run report of an upgrade on a twin', () => {
       expect(await page.locator('[data-summary=duration] dd').textContent()).toBe(
         formatDuration(ended - started),
       );
-      expect(await page.locator('[data-summary=lower-bound] dd').textContent()).toMatch(/× of .* s from the twin's latencies/);
+      expect(await page.locator('[data-summary=lower-bound] dd').textContent()).toMatch(
+        /× of .* s from the twin's latencies/,
+      );
       expect(await page.locator('[data-invariants=none]').count()).toBe(1);
       // Keyboard: past the skip link, Tab lands on the first span and shows its details.
       await page.keyboard.press('Tab');
