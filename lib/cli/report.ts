@@ -5,7 +5,7 @@
  * the run's record in the stack's run table.
  */
 import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SFNClient } from '@aws-sdk/client-sfn';
@@ -17,11 +17,11 @@ import type { RestartLatencies } from '../report/makespan-bound.ts';
 import type { RunReport } from '../report/model.ts';
 import { historyFromExecution } from '../report/sfn-history.ts';
 import { DynamoRunStore } from '../store/dynamo-store.ts';
-import { LocalRunStore } from '../store/local-store.ts';
+import { LocalRunStore, readText } from '../store/local-store.ts';
 import type { RunRecord } from '../store/run-record.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { type Violation, ViolationSchema } from '../twin/invariants.ts';
-import { type ExecutionOfCluster, executionsOf, historyNewestFirst, machineOf } from './aws.ts';
+import { type ExecutionOfCluster, executionsOfCluster, historyNewestFirst } from './aws.ts';
 import { CliError, EXIT } from './exit-codes.ts';
 
 export interface ReportCommand {
@@ -53,14 +53,7 @@ export async function readInvariants(twinDir: string): Promise<Violation[]> {
     throw new CliError(`${twinDir} is not a twin's state dir (it has no kubeconfig)`, EXIT.badInput);
   }
   const file = path.join(twinDir, 'invariants.jsonl');
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
-  return text
+  return ((await readText(file)) ?? '')
     .split('\n')
     .filter((line) => line.trim() !== '')
     .map((line, i) => {
@@ -140,14 +133,8 @@ function recordOfExecution(
 
 /** The report of a run on the deployed stack, as data. */
 export async function awsRunReport(cmd: AwsReportCommand): Promise<RunReport> {
-  const kinds = (['upgrade', 'downgrade'] as const).filter((k) => cmd.target[k]);
-  if (kinds.length === 0) machineOf(cmd.target, 'upgrade');
-  const executions = (
-    await Promise.all(kinds.map((k) => executionsOf(cmd.sfn, cmd.target[k] as string, k, cmd.clusterId)))
-  )
-    .flat()
-    .sort((a, b) => (a.startDate?.getTime() ?? 0) - (b.startDate?.getTime() ?? 0));
-  const execution = cmd.runId ? executions.find((e) => e.runId === cmd.runId) : executions.at(-1);
+  const executions = await executionsOfCluster(cmd.sfn, cmd.target, cmd.clusterId);
+  const execution = cmd.runId ? executions.find((e) => e.runId === cmd.runId) : executions[0];
   if (!execution) {
     const which = cmd.runId ? `run ${cmd.runId}` : 'run';
     throw new CliError(

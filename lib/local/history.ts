@@ -6,13 +6,14 @@
  * and the agent's file reports (paths, hashes and cloud flags; never a file's contents or its diff).
  */
 import { createWriteStream } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import * as z from 'zod';
 import type { AgentResult } from '../agent/protocol.ts';
 import { FileReportSchema } from '../agent/protocol.ts';
 import { InvalidInputError } from '../errors.ts';
 import { PHASES, type Progress } from '../steps/context.ts';
+import { readText } from '../store/local-store.ts';
 import type { EventLog } from './engine.ts';
 
 const At = z.number().int().nonnegative();
@@ -155,13 +156,8 @@ export async function openHistory(file: string): Promise<HistoryWriter> {
 
 /** Every entry of a history file, in the order written; undefined when there is none. */
 export async function readHistory(file: string): Promise<HistoryEntry[] | undefined> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
+  const text = await readText(file);
+  if (text === undefined) return undefined;
   const entries: HistoryEntry[] = [];
   const lines = text.split('\n');
   const last = lines.findLastIndex((l) => l.trim() !== '');

@@ -68,7 +68,8 @@ function isCode(err: unknown, code: string): boolean {
   return (err as NodeJS.ErrnoException).code === code;
 }
 
-async function readText(file: string): Promise<string | undefined> {
+/** A file's text, or undefined when there is no such file. */
+export async function readText(file: string): Promise<string | undefined> {
   try {
     return await readFile(file, 'utf8');
   } catch (err) {
