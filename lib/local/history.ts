@@ -133,9 +133,11 @@ export interface HistoryWriter {
 
 /** Appends to `file` (made with its directory, readable by its owner only). */
 export async function openHistory(file: string): Promise<HistoryWriter> {
-  await mkdir(path.dirname(file), { recursive: true });
-  const stream = createWriteStream(file, { flags: 'a', mode: 0o600 });
   let failure: Error | undefined;
+  await mkdir(path.dirname(file), { recursive: true }).catch((err: Error) => {
+    failure = err;
+  });
+  const stream = createWriteStream(file, { flags: 'a', mode: 0o600 });
   stream.on('error', (err) => {
     failure ??= err;
   });

@@ -54,10 +54,11 @@ function spanItem(lane: Lane, span: Span, total: number, id: string): string {
   const took = span.endMs - span.startMs;
   const when = `${formatDuration(span.startMs)} to ${formatDuration(span.endMs)} (${formatDuration(took)})`;
   const what = span.kind === 'step' ? span.label : `${KIND_NAMES[span.kind]}: ${span.label}`;
-  const label = `${lane.title}: ${what}, ${when}${span.detail ? `. ${span.detail}` : ''}`;
+  // Its name says what it is; its description (the tooltip) when, and any detail.
+  const label = `${lane.title}: ${what}`;
   const right = span.startMs > total * 0.6 ? ' tip-right' : '';
   const variant = span.variant ? ` v-${esc(span.variant)}` : '';
-  return `<li class="span k-${span.kind}${variant}" data-kind="${span.kind}" style="left:${pct(span.startMs, total)};width:${pct(took, total)}" tabindex="0" aria-label="${esc(label)}" aria-describedby="${id}"><span class="name" aria-hidden="true">${esc(span.label)}</span><span class="tip${right}" role="tooltip" id="${id}"><strong>${esc(what)}</strong><br>${esc(when)}${span.detail ? `<br>${esc(span.detail)}` : ''}</span></li>`;
+  return `<li class="span k-${span.kind}${variant}" data-kind="${span.kind}" style="left:${pct(span.startMs, total)};width:${pct(took, total)}" tabindex="0" aria-label="${esc(label)}" aria-describedby="${id}"><span class="name" aria-hidden="true">${esc(span.label)}</span><span class="tip${right}" role="tooltip" id="${id}"><strong aria-hidden="true">${esc(what)}</strong><br>${esc(when)}${span.detail ? `<br>${esc(span.detail)}` : ''}</span></li>`;
 }
 
 function timeline(report: RunReport, total: number): string {
@@ -228,7 +229,7 @@ ins{background:#dafbe1;text-decoration:none}del{background:#ffebe9}
 @media print{
   *{-webkit-print-color-adjust:exact;print-color-adjust:exact}
   body{padding:0;max-width:none;font-size:9pt}
-  .tip,.skip{display:none!important}
+  .tip,.skip,.screen-only{display:none!important}
   .span:focus{outline:none}
   .lane,.summary div,tr{break-inside:avoid}
   h2{break-after:avoid}
@@ -262,7 +263,7 @@ export function renderReportHtml(report: RunReport): string {
 <main>
 <section aria-labelledby="h-summary"><h2 id="h-summary">Summary</h2>${summary(report)}</section>
 <section aria-labelledby="h-timeline"><h2 id="h-timeline">Timeline</h2>
-<p class="muted">Times are from the run's start. Each bar can be focused (Tab) to show its details.</p>
+<p class="muted">Times are from the run's start.<span class="screen-only"> Each bar can be focused (Tab) to show its details.</span></p>
 ${legend()}
 ${timeline(report, total)}
 </section>

@@ -14,7 +14,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../lib/cli/main.ts';
 import { type HistoryEntry, readHistory } from '../../lib/local/history.ts';
 import { formatDuration } from '../../lib/report/html.ts';
+import { makespanLowerBoundMs } from '../../lib/report/makespan-bound.ts';
 import { LocalRunStore } from '../../lib/store/local-store.ts';
+import { loadTwinSpec } from '../../lib/twin/spec.ts';
 import { browserRuns, launchChromium } from '../browser.ts';
 import { FIXTURES, fixtureSpec, KUBELET_FLAGS, startTestTwin, type TestTwin } from '../twin/running-twin.ts';
 
@@ -128,8 +130,16 @@ describe('the run report of an upgrade on a twin', () => {
       expect(await page.locator('[data-summary=duration] dd').textContent()).toBe(
         formatDuration(ended - started),
       );
+      // The benchmark's bound from the fixture's latencies: 3 × 30 ms + ⌈6 / 2⌉ × 20 ms + 10 ms.
+      const bound = makespanLowerBoundMs(
+        { controlPlaneNodes: 3, nodes: 6, maxUnavailable: 2 },
+        (await loadTwinSpec(FIXTURES.awsHaMini)).latencies,
+      );
+      expect(bound).toBe(160);
       expect(await page.locator('[data-summary=lower-bound] dd').textContent()).toMatch(
-        /× of .* s from the twin's latencies/,
+        new RegExp(
+          `^${((ended - started) / bound).toFixed(2)}× of ${formatDuration(bound)}from the twin's latencies`,
+        ),
       );
       expect(await page.locator('[data-invariants=none]').count()).toBe(1);
       // Keyboard: past the skip link, Tab lands on the first span and shows its details.
