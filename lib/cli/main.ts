@@ -175,6 +175,14 @@ function clusterTarget(o: ClusterFlags) {
   };
 }
 
+/** Local-mode flags given with --aws (commander's camelCase keys), refused by their names as typed. */
+function refuseWithAws<T extends object>(o: T, keys: ReadonlyArray<keyof T & string>, why: string): void {
+  const given = keys.filter((k) => o[k]);
+  if (given.length === 0) return;
+  const flags = given.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+  throw new CliError(`${flags.join(', ')} do not apply with --aws: ${why}`, EXIT.badInput);
+}
+
 /** A report's path, checked before a run: a run of minutes must not end in a report nobody can write. */
 async function writableReportPath(out: string): Promise<string> {
   try {
@@ -282,14 +290,11 @@ export function buildProgram(): Command {
             ...(o.adopt ? { adopt: true } : {}),
           };
           if (o.aws) {
-            const local = (['kubeconfig', 'context', 'agentImage', 'stateDir'] as const).filter((k) => o[k]);
-            if (local.length > 0) {
-              throw new CliError(
-                `--${local.map((k) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join(', --')} ` +
-                  'do not apply with --aws: the stack reads the kubeconfig from Secrets Manager',
-                EXIT.badInput,
-              );
-            }
+            refuseWithAws(
+              o,
+              ['kubeconfig', 'context', 'agentImage', 'stateDir'],
+              'the stack reads the kubeconfig from Secrets Manager',
+            );
             const sfn = new SFNClient({});
             const target = await stackTarget(o, kind);
             const out = o.report ? await writableReportPath(o.report) : undefined;
@@ -452,14 +457,11 @@ export function buildProgram(): Command {
       },
     ) => {
       if (o.aws) {
-        const local = (['stateDir', 'twinDir', 'twinSpec'] as const).filter((k) => o[k]);
-        if (local.length > 0) {
-          throw new CliError(
-            `--${local.map((k) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join(', --')} ` +
-              'do not apply with --aws: the report reads the execution and the stack’s run table',
-            EXIT.badInput,
-          );
-        }
+        refuseWithAws(
+          o,
+          ['stateDir', 'twinDir', 'twinSpec'],
+          'the report reads the execution and the stack’s run table',
+        );
         const target = await stackTarget(o);
         await reportCommand({
           aws: true,
