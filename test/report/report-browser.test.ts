@@ -147,6 +147,12 @@ describe('the run report of an upgrade on a twin', () => {
       await page.keyboard.press('Tab');
       expect(await page.locator('li.span:focus .tip').isVisible()).toBe(true);
       expect(await page.locator('li.span:focus .tip').textContent()).toContain('Check the cluster');
+      // Printed: no tooltip over the bars, the lanes and the table still there.
+      await page.emulateMedia({ media: 'print' });
+      expect(await page.locator('li.span:focus .tip').isVisible()).toBe(false);
+      expect(await page.locator('li.lane[data-lane="worker-3"]').isVisible()).toBe(true);
+      expect(await page.locator('table.spans').isVisible()).toBe(true);
+      await page.emulateMedia({ media: 'screen' });
       await mkdir(path.dirname(SCREENSHOT), { recursive: true });
       await page.screenshot({ path: SCREENSHOT, fullPage: true });
       await page.close();
