@@ -251,7 +251,11 @@ export function buildRunReport(sources: ReportSources): RunReport {
   const notes = [...(sources.notes ?? [])];
   if (starts.length > 1) notes.push(`the run was cut and resumed: ${starts.length} executions`);
   if (!snapshot) notes.push('the run recorded no snapshot (it ended before preflight recorded one)');
-  if (!sources.invariants) notes.push('no invariant monitor was read (a twin writes invariants.jsonl)');
+  if (!sources.invariants) {
+    notes.push(
+      'no invariant monitor was read: only a twin has one (report --twin-dir overlays its intervals)',
+    );
+  }
   return {
     clusterId: record.clusterId,
     runId: record.runId,
