@@ -1,13 +1,14 @@
 /**
  * The twins the benchmarks run on: the example AWS HA cluster (assets/twins/aws-ha.yaml: 3 control-plane
  * nodes, its demo latencies) with its worker group resized and, where asked, its latencies replaced; and
- * the lower bound of an upgrade's makespan, computed from a spec's own latencies.
+ * the lower bound of an upgrade's makespan, from a spec's own latencies.
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { makespanLowerBoundMs as lowerBoundMs } from '../lib/report/makespan-bound.ts';
 import { type Latencies, loadTwinSpec, nodeNames, parseTwinSpec, type TwinSpec } from '../lib/twin/spec.ts';
 
 const EXAMPLE = fileURLToPath(new URL('../assets/twins/aws-ha.yaml', import.meta.url));
@@ -56,17 +57,11 @@ export function nodeCount(spec: TwinSpec, role?: 'control-plane' | 'worker'): nu
     .reduce((n, g) => n + nodeNames(g).length, 0);
 }
 
-/**
- * The shortest an upgrade can take on a twin of `spec` (issue 3): the control-plane nodes' static pods
- * restart one node at a time, kubelets restart in ⌈nodes / maxUnavailable⌉ rounds, and the CCM's rollout
- * is one pod start. Everything above it is the orchestration's: agent Jobs, polling, API round trips.
- */
+/** The lower bound of an upgrade's makespan (lib/report/makespan-bound.ts) on a twin of `spec`. */
 export function makespanLowerBoundMs(spec: TwinSpec, maxUnavailable: number): number {
-  const l = spec.latencies;
-  return (
-    nodeCount(spec, 'control-plane') * l.staticPodRestart +
-    Math.ceil(nodeCount(spec) / maxUnavailable) * l.kubeletRestart +
-    l.podStart
+  return lowerBoundMs(
+    { controlPlaneNodes: nodeCount(spec, 'control-plane'), nodes: nodeCount(spec), maxUnavailable },
+    spec.latencies,
   );
 }
 

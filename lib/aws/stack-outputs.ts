@@ -22,6 +22,8 @@ export interface StackTarget {
   readonly upgrade?: string;
   readonly downgrade?: string;
   readonly eventBusName?: string;
+  /** The run table: the run report reads a run's record (outcome, snapshot) from it. */
+  readonly tableName?: string;
 }
 
 const OutputsFile = z.record(z.string(), z.record(z.string(), z.string()));
@@ -48,5 +50,6 @@ export function stackTargetFromOutputs(text: string, file: string): StackTarget 
     upgrade: outputs[STACK_OUTPUTS.upgrade],
     downgrade: outputs[STACK_OUTPUTS.downgrade],
     ...(outputs[STACK_OUTPUTS.bus] ? { eventBusName: outputs[STACK_OUTPUTS.bus] } : {}),
+    ...(outputs[STACK_OUTPUTS.table] ? { tableName: outputs[STACK_OUTPUTS.table] } : {}),
   };
 }

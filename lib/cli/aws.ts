@@ -42,6 +42,8 @@ export interface AwsMigrationCommand {
   readonly confirm?: (question: string) => Promise<boolean>;
   readonly pollMs?: number;
   readonly out?: NodeJS.WritableStream;
+  /** Writes the run's report once the execution ended, whatever the outcome (`--report`). */
+  readonly report?: (runId: string) => Promise<void>;
 }
 
 export interface AwsRunResult {
@@ -171,6 +173,7 @@ export async function awsMigrationCommand(cmd: AwsMigrationCommand): Promise<Aws
     started: start.started,
   };
   out.write(awsSummary(cmd.kind, result));
+  await cmd.report?.(result.runId);
   if (result.status !== 'SUCCEEDED') {
     const name = result.error?.name ?? ERROR_NAMES.verificationFailed;
     const code = result.status === 'TIMED_OUT' ? EXIT.timedOut : exitCodeForError(name);
@@ -301,16 +304,23 @@ export interface AwsStatusCommand {
   readonly out?: NodeJS.WritableStream;
 }
 
+/** The cluster's executions on the stack's upgrade and downgrade machines, newest first. */
+export async function executionsOfCluster(
+  sfn: SFNClient,
+  target: StackTarget,
+  clusterId: string,
+): Promise<ExecutionOfCluster[]> {
+  const kinds = (['upgrade', 'downgrade'] as const).filter((k) => target[k]);
+  if (kinds.length === 0) machineOf(target, 'upgrade');
+  return (await Promise.all(kinds.map((k) => executionsOf(sfn, target[k] as string, k, clusterId))))
+    .flat()
+    .sort((a, b) => (b.startDate?.getTime() ?? 0) - (a.startDate?.getTime() ?? 0));
+}
+
 /** The cluster's executions on the stack's machines, newest first, one line each. */
 export async function awsStatusCommand(cmd: AwsStatusCommand): Promise<ExecutionOfCluster[]> {
   const out = cmd.out ?? process.stdout;
-  const kinds = (['upgrade', 'downgrade'] as const).filter((k) => cmd.target[k]);
-  if (kinds.length === 0) machineOf(cmd.target, 'upgrade');
-  const all = (
-    await Promise.all(kinds.map((k) => executionsOf(cmd.sfn, cmd.target[k] as string, k, cmd.clusterId)))
-  )
-    .flat()
-    .sort((a, b) => (b.startDate?.getTime() ?? 0) - (a.startDate?.getTime() ?? 0));
+  const all = await executionsOfCluster(cmd.sfn, cmd.target, cmd.clusterId);
   if (all.length === 0) {
     out.write(`no runs of cluster ${cmd.clusterId}\n`);
     return all;

@@ -2,7 +2,9 @@
  * The `ccm-migrate` command. Each subcommand parses its flags (commander gives every one a --help),
  * calls one function, and turns known failures into a one-line message and a documented exit code.
  */
-import { readFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
@@ -28,6 +30,7 @@ import { imageOption, parseAgentImage } from './image-flag.ts';
 import { migrationCommand } from './migration.ts';
 import { planCommand } from './plan.ts';
 import { providerRows, renderProviders } from './providers.ts';
+import { reportCommand, runTableOf } from './report.ts';
 import { serveTwin } from './twin-serve.ts';
 
 /** The example twin `npm start` runs: AWS, three control-plane nodes and five workers. */
@@ -172,6 +175,27 @@ function clusterTarget(o: ClusterFlags) {
   };
 }
 
+/** Local-mode flags given with --aws (commander's camelCase keys), refused by their names as typed. */
+function refuseWithAws<T extends object>(o: T, keys: ReadonlyArray<keyof T & string>, why: string): void {
+  const given = keys.filter((k) => o[k]);
+  if (given.length === 0) return;
+  const flags = given.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+  throw new CliError(`${flags.join(', ')} do not apply with --aws: ${why}`, EXIT.badInput);
+}
+
+/** A report's path, checked before a run: a run of minutes must not end in a report nobody can write. */
+async function writableReportPath(out: string): Promise<string> {
+  try {
+    await access(path.dirname(path.resolve(out)), constants.W_OK);
+  } catch {
+    throw new CliError(
+      `cannot write the report to ${out}: its directory is missing or not writable`,
+      EXIT.badInput,
+    );
+  }
+  return out;
+}
+
 export function buildProgram(): Command {
   const program = new Command('ccm-migrate')
     .description(
@@ -238,6 +262,10 @@ export function buildProgram(): Command {
       )
       .option('--request-id <id>', 'with --aws: the same id again follows the same execution', requestId)
       .option('--poll-interval <s>', 'with --aws: seconds between two looks at the execution', pollSeconds, 5)
+      .option(
+        '--report <file>',
+        'write the run report (HTML: a timeline per node and for the cloud controllers, the summary) there at the end, whatever the outcome',
+      )
       .action(
         async (
           o: ClusterFlags &
@@ -251,6 +279,7 @@ export function buildProgram(): Command {
               requireApproval: boolean;
               adopt: boolean;
               allowMissingCsi: boolean;
+              report?: string;
             },
         ) => {
           if (o.adopt && kind !== 'upgrade') {
@@ -271,35 +300,57 @@ export function buildProgram(): Command {
             ...(o.allowMissingCsi ? { allowMissingCsi: true } : {}),
           };
           if (o.aws) {
-            const local = (['kubeconfig', 'context', 'agentImage', 'stateDir'] as const).filter((k) => o[k]);
-            if (local.length > 0) {
-              throw new CliError(
-                `--${local.map((k) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join(', --')} ` +
-                  'do not apply with --aws: the stack reads the kubeconfig from Secrets Manager',
-                EXIT.badInput,
-              );
-            }
+            refuseWithAws(
+              o,
+              ['kubeconfig', 'context', 'agentImage', 'stateDir'],
+              'the stack reads the kubeconfig from Secrets Manager',
+            );
+            const sfn = new SFNClient({});
+            const target = await stackTarget(o, kind);
+            const out = o.report ? await writableReportPath(o.report) : undefined;
             await awsMigrationCommand({
               kind,
               clusterId: o.clusterId,
-              sfn: new SFNClient({}),
+              sfn,
               events: eventsClient(),
-              target: await stackTarget(o, kind),
+              target,
               maxUnavailable: o.maxUnavailable,
               options,
               yes: o.yes,
               pollMs: o.pollInterval * 1000,
               ...(o.requestId ? { requestId: o.requestId } : {}),
+              ...(out
+                ? {
+                    report: (runId: string) =>
+                      reportCommand({
+                        aws: true,
+                        clusterId: o.clusterId,
+                        runId,
+                        sfn,
+                        target,
+                        out,
+                        ...runTableOf(target),
+                      }),
+                  }
+                : {}),
             });
             return;
           }
+          const stateDir = o.stateDir ?? defaultStateDir();
+          const out = o.report ? await writableReportPath(o.report) : undefined;
           await migrationCommand({
             kind,
             ...clusterTarget(o),
             options,
-            store: new LocalRunStore(o.stateDir ?? defaultStateDir()),
+            store: new LocalRunStore(stateDir),
             maxUnavailable: o.maxUnavailable,
             yes: o.yes,
+            ...(out
+              ? {
+                  report: (runId: string) =>
+                    reportCommand({ clusterId: o.clusterId, runId, stateDir, out }, process.stdout),
+                }
+              : {}),
           });
         },
       );
@@ -384,6 +435,65 @@ export function buildProgram(): Command {
         });
       },
     );
+
+  awsOptions(
+    program
+      .command('report')
+      .description(
+        'Write one run as a self-contained HTML report: a timeline (a lane per node and one for the cloud controllers: each step, restart, wait and who held the cloud loops), the summary (outcome, duration against its lower bound, API requests, state transitions) and each node’s files as hashes and cloud flags.',
+      )
+      .requiredOption('--cluster-id <id>', 'the cluster’s id in the run store', clusterId)
+      .option('--run-id <id>', 'the run (default: the cluster’s latest)', clusterId)
+      .option('--state-dir <dir>', 'run records (default: $CCM_MIGRATE_STATE_DIR or ~/.ccm-migrate)')
+      .option(
+        '--twin-dir <dir>',
+        'on a twin: its state dir, whose invariant monitor’s intervals are overlaid',
+      )
+      .option(
+        '--twin-spec <file>',
+        'on a twin: its spec, whose latencies give the lower bound as the benchmark does',
+      )
+      .requiredOption('--out <file>', 'where to write the HTML'),
+    'upgrade or downgrade',
+  ).action(
+    async (
+      o: AwsFlags & {
+        clusterId: string;
+        runId?: string;
+        stateDir?: string;
+        twinDir?: string;
+        twinSpec?: string;
+        out: string;
+      },
+    ) => {
+      if (o.aws) {
+        refuseWithAws(
+          o,
+          ['stateDir', 'twinDir', 'twinSpec'],
+          'the report reads the execution and the stack’s run table',
+        );
+        const target = await stackTarget(o);
+        await reportCommand({
+          aws: true,
+          clusterId: o.clusterId,
+          sfn: new SFNClient({}),
+          target,
+          out: await writableReportPath(o.out),
+          ...(o.runId ? { runId: o.runId } : {}),
+          ...runTableOf(target),
+        });
+        return;
+      }
+      await reportCommand({
+        clusterId: o.clusterId,
+        stateDir: o.stateDir ?? defaultStateDir(),
+        out: await writableReportPath(o.out),
+        ...(o.runId ? { runId: o.runId } : {}),
+        ...(o.twinDir ? { twinDir: o.twinDir } : {}),
+        ...(o.twinSpec ? { latencies: (await loadTwinSpec(o.twinSpec)).latencies } : {}),
+      });
+    },
+  );
 
   awsOptions(
     program

@@ -33,6 +33,8 @@ export interface MigrationCommand {
   /** @default y/N at the terminal (lib/cli/confirm.ts) */
   readonly confirm?: (question: string) => Promise<boolean>;
   readonly out?: NodeJS.WritableStream;
+  /** Writes the run's report once it ended, whatever the outcome (`--report`). */
+  readonly report?: (runId: string) => Promise<void>;
 }
 
 function seconds(ms: number): string {
@@ -147,6 +149,7 @@ export async function migrationCommand(cmd: MigrationCommand): Promise<Migration
     ...printer,
   });
   out.write(summary(cmd.kind, result));
+  await cmd.report?.(result.runId);
   if (result.status !== 'SUCCEEDED') {
     const name = result.error?.name ?? ERROR_NAMES.verificationFailed;
     throw new CliError(`${name}: ${result.error?.cause ?? 'the run did not finish'}`, exitCodeForError(name));

@@ -3,7 +3,7 @@
  * progress to the caller, the wait bounds (a step waits as long as in Lambda, looking more often), and the
  * deadline of one invocation: build one context per step invocation.
  */
-import type { AgentRequest } from '../agent/protocol.ts';
+import type { AgentRequest, AgentResult } from '../agent/protocol.ts';
 import { runAgentJob } from '../kube/agent-job.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import { Deadline } from '../kube/deadline.ts';
@@ -31,6 +31,8 @@ export interface LocalContextOptions {
    */
   readonly stepBudgetMs?: number;
   readonly onProgress?: (progress: Progress) => void;
+  /** Called with each answer of the node agent (the run's history keeps its files' hashes and flags). */
+  readonly onAgentResult?: (node: string, result: AgentResult) => void;
   readonly signal?: AbortSignal;
 }
 
@@ -43,8 +45,8 @@ export function localContext(
   const pollMs = opts.pollMs ?? DEFAULT_POLL_MS;
   return {
     clients: opts.clients,
-    agent: (node: string, request: AgentRequest) =>
-      runAgentJob(opts.clients, {
+    agent: async (node: string, request: AgentRequest) => {
+      const result = await runAgentJob(opts.clients, {
         node,
         request,
         timeoutMs: waitMs,
@@ -52,7 +54,10 @@ export function localContext(
         deadline,
         ...(opts.agentImage ? { image: opts.agentImage } : {}),
         ...(opts.signal ? { signal: opts.signal } : {}),
-      }),
+      });
+      opts.onAgentResult?.(node, result);
+      return result;
+    },
     progress: opts.onProgress ?? (() => undefined),
     waitMs,
     pollMs,

@@ -13,10 +13,12 @@ import type { StepContext } from '../steps/context.ts';
 import { runStep } from '../steps/index.ts';
 import { type UpgradeInput, UpgradeInputSchema } from '../steps/schemas.ts';
 import { STEP_BUDGET_MS } from '../steps/time-budget.ts';
+import { LocalRunStore } from '../store/local-store.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { type Approver, approvalGateHandlers } from './approval.ts';
 import { type LocalContextOptions, localContext } from './context.ts';
 import { type EventLog, type LocalRunResult, runLocally, type StepHandler } from './engine.ts';
+import { filesEntryOf, openHistory, progressEntryOf, stateEntryOf } from './history.ts';
 import { type RenderedWorkflow, renderDefinition } from './render.ts';
 
 export interface MigrationRunOptions extends LocalContextOptions {
@@ -95,24 +97,57 @@ async function runMigrationLocally(
     options: opts.options ?? {},
   });
   const requestsBefore = opts.clients.requests();
-  const result = await runLocally({
-    workflow: migrationWorkflow(kind),
-    handlers: stepHandlers(() => ({
-      ...localContext({ ...opts, stepBudgetMs: opts.stepBudgetMs ?? STEP_BUDGET_MS }),
-      store: opts.store,
-    })),
-    taskHandlers: approvalGateHandlers(opts.approve),
-    input,
-    ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
-    ...(opts.retryIntervalOverrides ? { retryIntervalOverrides: opts.retryIntervalOverrides } : {}),
-    ...(opts.signal ? { signal: opts.signal } : {}),
-  });
-  return {
-    ...result,
-    clusterId: opts.clusterId,
-    runId,
-    resumed: unfinished !== undefined,
-    durationMs: Date.now() - started,
-    apiRequests: opts.clients.requests() - requestsBefore,
+  // The local store keeps the run's history beside its record: what `ccm-migrate report` draws.
+  const history =
+    opts.store instanceof LocalRunStore
+      ? await openHistory(opts.store.historyFile(opts.clusterId, runId))
+      : undefined;
+  history?.record({ type: 'run-started', at: started, kind, maxUnavailable: input.maxUnavailable });
+  const onEvent = (event: EventLog): void => {
+    const entry = stateEntryOf(event);
+    if (entry) history?.record(entry);
+    opts.onEvent?.(event);
   };
+  const context: MigrationRunOptions = {
+    ...opts,
+    stepBudgetMs: opts.stepBudgetMs ?? STEP_BUDGET_MS,
+    onProgress: (progress) => {
+      history?.record(progressEntryOf(progress));
+      opts.onProgress?.(progress);
+    },
+    onAgentResult: (node, result) => {
+      history?.record(filesEntryOf(node, result));
+      opts.onAgentResult?.(node, result);
+    },
+  };
+  try {
+    const result = await runLocally({
+      workflow: migrationWorkflow(kind),
+      handlers: stepHandlers(() => ({ ...localContext(context), store: opts.store })),
+      taskHandlers: approvalGateHandlers(opts.approve),
+      input,
+      onEvent,
+      ...(opts.retryIntervalOverrides ? { retryIntervalOverrides: opts.retryIntervalOverrides } : {}),
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    const apiRequests = opts.clients.requests() - requestsBefore;
+    history?.record({
+      type: 'run-ended',
+      at: Date.now(),
+      status: result.status,
+      transitions: result.transitions,
+      apiRequests,
+      ...(result.error ? { error: result.error } : {}),
+    });
+    return {
+      ...result,
+      clusterId: opts.clusterId,
+      runId,
+      resumed: unfinished !== undefined,
+      durationMs: Date.now() - started,
+      apiRequests,
+    };
+  } finally {
+    await history?.close();
+  }
 }

@@ -8,10 +8,19 @@ import type { KubeClients } from '../kube/clients.ts';
 import type { Deadline } from '../kube/deadline.ts';
 import type { RunStore } from '../store/run-store.ts';
 
+/** What a node goes through during part of a step (Progress's `phase`). */
+export const PHASES = ['kubelet-restart', 'static-pods-restart', 'uninitialized-taint'] as const;
+
 export interface Progress {
   readonly step: string;
   readonly node?: string;
   readonly message: string;
+  /**
+   * What the node goes through from this moment until the step's next report or its end: its kubelet or
+   * its static pods (kube-apiserver, kube-controller-manager) restarting on the files just written, or the
+   * uninitialized taint waiting for the CCM. The run report draws these phases from it.
+   */
+  readonly phase?: (typeof PHASES)[number];
 }
 
 export interface StepContext {

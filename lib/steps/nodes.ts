@@ -75,6 +75,7 @@ async function editAndWait(
     step: enabling ? 'enable-leader-migration' : 'move-control-plane-node',
     node: event.node,
     message: result.changed ? 'manifests rewritten, waiting for the new pods' : done,
+    ...(result.changed ? { phase: 'static-pods-restart' as const } : {}),
   });
   for (const [component, moved] of Object.entries(enabling ? MIGRATING : movedBy(edits))) {
     // The mirror pod that runs the new flags and is Ready: kubelet restarted the static pod from the new file.
@@ -99,6 +100,7 @@ export async function flipKubelet(event: NodeEvent, ctx: StepContext): Promise<{
     step: 'flip-kubelet',
     node: event.node,
     message: result.changed ? 'kubelet flags external, kubelet restarting' : 'kubelet already external',
+    ...(result.changed ? { phase: 'kubelet-restart' as const } : {}),
   });
   await waitForNodeReady(ctx, event.node);
   await confirmRunningKubelet(event, ctx);

@@ -109,6 +109,7 @@ export async function restoreKubelet(
     message: result.changed
       ? 'kubelet flags restored, kubelet restarting'
       : 'kubelet flags already as before',
+    ...(result.changed ? { phase: 'kubelet-restart' as const } : {}),
   });
   await waitForNodeReady(ctx, event.node, { reregisters: true });
   // In-tree, nothing clears the uninitialized taint: one left by verify-node (a batch cut short) or by a
@@ -162,6 +163,7 @@ async function restoreAndWait(event: RestoreNodeEvent, ctx: StepContext): Promis
     step: 'restore-control-plane-node',
     node: event.node,
     message: result.changed ? 'manifests restored, waiting for the pods' : 'manifests already as before',
+    ...(result.changed ? { phase: 'static-pods-restart' as const } : {}),
   });
   for (const [component, manifest] of [
     ['kube-apiserver', KAS_MANIFEST],

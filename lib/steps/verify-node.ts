@@ -152,7 +152,12 @@ export async function verifyNode(event: NodeEvent, ctx: StepContext): Promise<{ 
   const limitMs = Math.min(ctx.waitMs, NODE_INIT_SLO_MS);
   const started = Date.now();
   await taintUninitialized(ctx, name);
-  ctx.progress({ step: 'verify-node', node: name, message: 'tainted uninitialized; waiting for the CCM' });
+  ctx.progress({
+    step: 'verify-node',
+    node: name,
+    message: 'tainted uninitialized; waiting for the CCM',
+    phase: 'uninitialized-taint',
+  });
   let last: V1Node | undefined;
   const node = await waitFor(
     `the CCM to initialise node ${name}`,

@@ -2,6 +2,7 @@
  * Run records as files, for local mode:
  *
  *   <dir>/clusters/<clusterId>/runs/<runId>.json   one record per run
+ *   <dir>/clusters/<clusterId>/runs/<runId>.history.jsonl   what the local engine saw of it (the run report's)
  *   <dir>/clusters/<clusterId>/current             the lock: {runId, kind, startedAt} of the run holding it
  *
  * Crash safety: a record is replaced atomically (temp file, fsync, rename), so a process killed at any
@@ -67,7 +68,8 @@ function isCode(err: unknown, code: string): boolean {
   return (err as NodeJS.ErrnoException).code === code;
 }
 
-async function readText(file: string): Promise<string | undefined> {
+/** A file's text, or undefined when there is no such file. */
+export async function readText(file: string): Promise<string | undefined> {
   try {
     return await readFile(file, 'utf8');
   } catch (err) {
@@ -169,6 +171,11 @@ export class LocalRunStore implements RunStore {
     const files = names.filter((n) => !n.startsWith('.') && n.endsWith('.json'));
     const records = await Promise.all(files.map((n) => this.#read(path.join(dir, n))));
     return records.filter((r): r is RunRecord => r !== undefined).sort(byStart);
+  }
+
+  /** The run's history (lib/local/history.ts), beside its record. */
+  historyFile(clusterId: string, runId: string): string {
+    return this.#runFile(clusterId, runId).replace(/\.json$/, '.history.jsonl');
   }
 
   #clusterDir(clusterId: string): string {

@@ -19,25 +19,30 @@
  */
 import { appendFile } from 'node:fs/promises';
 import path from 'node:path';
+import * as z from 'zod';
 import type { ActiveController, CloudControllers } from './cloud/index.ts';
 import { hasUninitializedTaint } from './cloud/nodes.ts';
 import type { TwinContext } from './context.ts';
 import type { StoreEvent } from './store.ts';
 
-export type ViolationKind =
-  | 'uninitialized-without-cloud-controller'
-  | 'two-cloud-controllers'
-  | 'two-node-ipams'
-  | 'api-unavailable'
-  | 'node-deleted';
+export const ViolationKindSchema = z.enum([
+  'uninitialized-without-cloud-controller',
+  'two-cloud-controllers',
+  'two-node-ipams',
+  'api-unavailable',
+  'node-deleted',
+]);
+export type ViolationKind = z.infer<typeof ViolationKindSchema>;
 
-export interface Violation {
-  readonly kind: ViolationKind;
-  readonly start: string;
-  readonly end: string;
-  readonly durationMs: number;
-  readonly detail: Readonly<Record<string, unknown>>;
-}
+/** One line of invariants.jsonl (the run report reads them back). */
+export const ViolationSchema = z.object({
+  kind: ViolationKindSchema,
+  start: z.iso.datetime(),
+  end: z.iso.datetime(),
+  durationMs: z.number(),
+  detail: z.record(z.string(), z.unknown()),
+});
+export type Violation = Readonly<z.infer<typeof ViolationSchema>>;
 
 export interface InvariantMonitor {
   violations(): readonly Violation[];
