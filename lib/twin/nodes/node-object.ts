@@ -114,7 +114,9 @@ export interface KubeletAddressing {
  * --node-ip (none when its node IP is not listed: the kubelet logs the error and sets none), any other its
  * --node-ip, else its host's IP, and its name. Only a kubelet with a --cloud-provider annotates.
  */
-export function kubeletAddressing(input: Omit<RegistrationInput, 'groupLabels' | 'groupTaints'>): KubeletAddressing {
+export function kubeletAddressing(
+  input: Omit<RegistrationInput, 'groupLabels' | 'groupTaints'>,
+): KubeletAddressing {
   const { placement, flags } = input;
   const provider = flags.get('cloud-provider') ?? '';
   const minor = kubernetesMinor(input.version);

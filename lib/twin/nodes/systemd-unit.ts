@@ -12,12 +12,7 @@
  * KUBELET_EXTRA_ARGS in another file) takes effect on the twin as it would on the host.
  */
 
-const UNIT_DIRS = [
-  '/etc/systemd/system',
-  '/run/systemd/system',
-  '/usr/lib/systemd/system',
-  '/lib/systemd/system',
-];
+import { SYSTEMD_UNIT_DIRS as UNIT_DIRS } from '../../controlplane/kubelet-sources.ts';
 
 export type ReadHostFile = (path: string) => string | undefined;
 /** Directory listing of the host: file names under an absolute directory ([] when it does not exist). */
