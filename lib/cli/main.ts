@@ -29,6 +29,7 @@ import { migrationCommand } from './migration.ts';
 import { planCommand } from './plan.ts';
 import { providerRows, renderProviders } from './providers.ts';
 import { serveTwin } from './twin-serve.ts';
+import { twinSnapshotCommand } from './twin-snapshot.ts';
 
 /** The example twin `npm start` runs: AWS, three control-plane nodes and five workers. */
 export const DEFAULT_TWIN_SPEC = fileURLToPath(new URL('../../assets/twins/aws-ha.yaml', import.meta.url));
@@ -199,6 +200,30 @@ export function buildProgram(): Command {
     )
     .action(async (o: { spec: string; stateDir?: string; port?: number; realApi: boolean }) => {
       await serveTwin({ ...o, spec: await loadTwinSpec(o.spec) });
+    });
+
+  twin
+    .command('snapshot')
+    .description(
+      'Write a twin spec that reproduces a live cluster (nodes, files, objects), read-only: the node agent’s Jobs only read node files, and cloud configs, credential plugins and Secrets become placeholders.',
+    )
+    .requiredOption(
+      '--out <file>',
+      'the spec to write (YAML); its host files go to <file without .yaml>.files/',
+    )
+    .option('--kubeconfig <file>', 'kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)')
+    .option('--context <name>', 'kubeconfig context (default: the current one)')
+    .option(
+      '--agent-image <image>',
+      'image of the node agent Jobs (Node 22 and nsenter; the default is pinned by digest)',
+      parseAgentImage,
+    )
+    .action(async (o: { out: string; kubeconfig?: string; context?: string; agentImage?: string }) => {
+      await twinSnapshotCommand({
+        clients: clientsFromKubeconfigFile(o.kubeconfig ?? defaultKubeconfig(), o.context),
+        file: o.out,
+        ...(o.agentImage ? { agentImage: o.agentImage } : {}),
+      });
     });
 
   ccmWorkloadOption(imageOption(clusterCommand(program, 'plan')))

@@ -181,6 +181,8 @@ export async function readFiles(request: Request, env: AgentEnvironment): Promis
       size: text.length,
     })),
     withheld: [...withheld],
+    // The twin writes each host's name from its node group's template of it.
+    host: { hostname: await env.hostname() },
   };
   // Cut to fit, the list would lose files without saying so.
   if (bytes(list) > TERMINATION_MESSAGE_LIMIT) {

@@ -166,9 +166,13 @@ export function registeredNode(input: RegistrationInput): KubeObject {
     'kubernetes.io/hostname': name,
     'kubernetes.io/os': 'linux',
   };
+  const registered = parseTaints(flags.get('register-with-taints'));
+  // A group's taint that the kubelet registers with anyway is put on once (a Node's taints are unique).
   const taints = [
-    ...(input.groupTaints ?? []).map((t) => ({ ...t })),
-    ...parseTaints(flags.get('register-with-taints')),
+    ...(input.groupTaints ?? [])
+      .filter((t) => !registered.some((r) => r.key === t.key && r.effect === t.effect))
+      .map((t) => ({ ...t })),
+    ...registered,
   ];
   if (placement.role === 'control-plane') {
     labels[CONTROL_PLANE_ROLE] = '';
