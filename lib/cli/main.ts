@@ -28,6 +28,7 @@ import { imageOption, parseAgentImage } from './image-flag.ts';
 import { migrationCommand } from './migration.ts';
 import { planCommand } from './plan.ts';
 import { providerRows, renderProviders } from './providers.ts';
+import { rehearseCommand } from './rehearse.ts';
 import { serveTwin } from './twin-serve.ts';
 import { twinSnapshotCommand } from './twin-snapshot.ts';
 
@@ -327,6 +328,40 @@ export function buildProgram(): Command {
     'downgrade',
     'Put one cluster back on its in-tree cloud provider, undoing the last upgrade ccm-migrate ran on it (node files restored byte for byte from its backups, the CCM removed). Resumes an unfinished downgrade.',
   );
+
+  ccmWorkloadOption(imageOption(clusterCommand(program, 'rehearse')))
+    .description(
+      'Rehearse the migration on a twin of the cluster: snapshot it (read-only), ask its preflight what it refuses (plan), then plan, upgrade and downgrade the twin in-process and report each step, each node file change and the invariants. Exit 0 only when the rehearsal migrated and came back clean.',
+    )
+    .option('--max-unavailable <n>', 'kubelets restarted at once', positiveInt, 1)
+    .option(
+      '--no-leader-migration',
+      'hand the cloud controllers over without the migration lease (as upgrade --no-leader-migration)',
+    )
+    .option(
+      '--state-dir <dir>',
+      'the twin’s node files and the rehearsal’s run records (default: a new temp dir)',
+    )
+    .option('--real-api', 'run the twin on a real kube-apiserver (built by `npm run setup:kube`)', false)
+    .action(
+      async (
+        o: ClusterFlags & {
+          maxUnavailable: number;
+          leaderMigration: boolean;
+          stateDir?: string;
+          realApi: boolean;
+        },
+      ) => {
+        const target = clusterTarget(o);
+        await rehearseCommand({
+          ...target,
+          options: { ...target.options, ...(o.leaderMigration === false ? { leaderMigration: false } : {}) },
+          maxUnavailable: o.maxUnavailable,
+          realApi: o.realApi,
+          ...(o.stateDir ? { stateDir: o.stateDir } : {}),
+        });
+      },
+    );
 
   clusterCommand(program, 'drift', { fleet: true })
     .description(
