@@ -11,7 +11,7 @@
 import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
 import { cloudFlagsOf } from '../controlplane/static-pod.ts';
-import { InvalidInputError } from '../errors.ts';
+import { AgentFailedError, InvalidInputError } from '../errors.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import { call, orNotFound } from '../kube/errors.ts';
 import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
@@ -112,8 +112,8 @@ function requireReady(nodes: readonly V1Node[]): void {
     (n) => n.status?.conditions?.find((c) => c.type === 'Ready')?.status !== 'True',
   );
   if (notReady.length > 0) {
-    throw new InvalidInputError(
-      `node(s) ${notReady.map((n) => n.metadata?.name).join(', ')} not Ready: the node agent cannot read their files (bring them back, or take them out of the cluster, then snapshot again)`,
+    throw new AgentFailedError(
+      `node(s) ${notReady.map((n) => n.metadata?.name).join(', ')} not Ready: the node agent cannot run there to read their files (bring them back, or take them out of the cluster, then snapshot again)`,
     );
   }
 }

@@ -11,9 +11,18 @@ import { EXIT } from '../../lib/cli/exit-codes.ts';
 import { main } from '../../lib/cli/main.ts';
 import { PLACEHOLDER_MARK } from '../../lib/rehearse/placeholders.ts';
 import { nodeRoot } from '../../lib/twin/context.ts';
+import { writeKubeconfig } from '../../lib/twin/kubeconfig.ts';
 import { loadTwinSpec, parseTwinSpec, type TwinSpec } from '../../lib/twin/spec.ts';
 import { inProcessCli } from '../cli/in-process-cli.ts';
-import { CLOUD_CONF, fixtureSpec, startTestTwin, type TestTwin } from '../twin/running-twin.ts';
+import {
+  CLOUD_CONF,
+  eventually,
+  FIXTURES,
+  fixtureSpec,
+  isReady,
+  startTestTwin,
+  type TestTwin,
+} from '../twin/running-twin.ts';
 
 const fixture = (name: string): string =>
   fileURLToPath(new URL(`../fixtures/twins/${name}`, import.meta.url));
@@ -135,5 +144,45 @@ describe.each([
     }
     // Identical workers share one group.
     expect(spec.nodeGroups.filter((g) => g.role === 'worker')).toHaveLength(1);
+  });
+});
+
+describe('twin snapshot of a cluster it cannot read', () => {
+  it('exits 4 when the API server does not answer, writing nothing', async () => {
+    const kubeconfig = path.join(cli.dir, 'kubeconfig');
+    await writeKubeconfig(kubeconfig, { name: 'gone', server: 'http://127.0.0.1:1' });
+    const out = path.join(cli.dir, 'snapshot.yaml');
+
+    const code = await main(['twin', 'snapshot', '--kubeconfig', kubeconfig, '--out', out]);
+
+    expect(code).toBe(EXIT.unreachable);
+    expect(cli.out).toMatch(/ClusterUnreachable: .*127\.0\.0\.1:1/);
+    expect(cli.out).not.toMatch(/at .*\.ts:\d+/);
+    await expect(readFile(out)).rejects.toThrow(/ENOENT/);
+  });
+
+  it('exits 5 naming a node that is not Ready, before any agent Job', async () => {
+    const spec = await fixtureSpec(FIXTURES.awsMini, {
+      overrides: { faults: [{ kind: 'nodeNeverReturns', node: 'worker-1' }] },
+    });
+    const t = await startTestTwin(spec);
+    running.push(t);
+    await t.twin.nodes.restartKubelet('worker-1');
+    await eventually(async () => !isReady(await t.core.readNode({ name: 'worker-1' })), {
+      what: 'worker-1 NotReady',
+    });
+
+    const code = await main([
+      'twin',
+      'snapshot',
+      '--kubeconfig',
+      t.twin.kubeconfigPath,
+      '--out',
+      path.join(cli.dir, 's.yaml'),
+    ]);
+
+    expect(code).toBe(EXIT.agentFailed);
+    expect(cli.out).toMatch(/worker-1 not Ready: the node agent cannot run there/);
+    expect((await t.batch.listNamespacedJob({ namespace: 'kube-system' })).items).toEqual([]);
   });
 });
