@@ -10,14 +10,17 @@ export const PLACEHOLDER_MARK = 'ccm-migrate twin snapshot: PLACEHOLDER';
 
 /**
  * A file the twin's kubelet and control plane find where the node had one. A cloud config in JSON (Azure's
- * azure.json) stays JSON; any other is read as INI, where `#` starts a comment.
+ * azure.json) stays JSON; any other is read as INI, where `#` starts a comment, with `globalLines` (names,
+ * never credentials) under [Global].
  */
-export function placeholderFile(file: string, kind: WithheldKind): string {
+export function placeholderFile(file: string, kind: WithheldKind, globalLines = ''): string {
   if (kind === 'credential-plugin') {
     return `#!/bin/sh\n# ${PLACEHOLDER_MARK} for the credential plugin ${path.posix.basename(file)}: the twin's kubelet only checks that it is there.\nexit 1\n`;
   }
   const why = `${PLACEHOLDER_MARK} for ${file}, whose contents were not read (a cloud config can hold credentials)`;
-  return file.endsWith('.json') ? `${JSON.stringify({ _comment: why }, null, 2)}\n` : `# ${why}\n[Global]\n`;
+  return file.endsWith('.json')
+    ? `${JSON.stringify({ _comment: why }, null, 2)}\n`
+    : `# ${why}\n[Global]\n${globalLines}`;
 }
 
 /** A Secret by name only: each key the migration reads holds a placeholder, never the cluster's value. */

@@ -19,6 +19,7 @@ import { providerForInTreeName } from '../providers/catalog.ts';
 import { providerOfProviderID } from '../providers/provider-id.ts';
 import type { InstanceSpec, NodeGroup, Provider, TwinSpecInput } from '../twin/spec.ts';
 import { type AgentCall, type ClusterFiles, type NodeFileSet, readClusterFiles } from './node-files.ts';
+import { type OpenStackCredentials, openStackCredentials } from './openstack-credentials.ts';
 import { placeholderFile } from './placeholders.ts';
 
 const CONTROL_PLANE_ROLE = 'node-role.kubernetes.io/control-plane';
@@ -310,6 +311,20 @@ function kubernetesVersion(gitVersion: string): string {
   return `v${m[1]}`;
 }
 
+/** The cloud.conf of the first control-plane node, and what its placeholder and the twin's Secret say. */
+async function openStackFacts(
+  opts: SnapshotOptions,
+  nodes: readonly NodeFacts[],
+  files: ClusterFiles,
+): Promise<{ cloudConf: string; credentials: OpenStackCredentials } | undefined> {
+  const node = nodes.find((n) => n.role === 'control-plane') as NodeFacts;
+  const set = files.nodes.find((s) => s.name === node.name);
+  const cloudConf = Object.entries(set?.withheld ?? {}).find(([, kind]) => kind === 'cloud-config')?.[0];
+  if (!cloudConf) return undefined;
+  const credentials = await openStackCredentials({ ...opts, node: node.name, cloudConf });
+  return { cloudConf, credentials };
+}
+
 export async function takeSnapshot(opts: SnapshotOptions): Promise<Snapshot> {
   const { clients } = opts;
   const progress = opts.onProgress ?? (() => undefined);
@@ -331,6 +346,9 @@ export async function takeSnapshot(opts: SnapshotOptions): Promise<Snapshot> {
   });
   progress(`${files.texts.size} distinct file(s) read in ${files.jobs} agent Job(s)`);
   const objects = await apiObjects(clients);
+  const cloud = cloudOf(nodes, files);
+  const openstack = cloud.provider === 'openstack' ? await openStackFacts(opts, nodes, files) : undefined;
+  if (openstack?.credentials.secret) objects.push(openstack.credentials.secret);
   const drafts = groupNodes(nodes, files);
   const placeholders = new Set<string>();
   const seen = { 'control-plane': 0, worker: 0 };
@@ -338,7 +356,8 @@ export async function takeSnapshot(opts: SnapshotOptions): Promise<Snapshot> {
     const hostFiles: Record<string, string> = {};
     for (const [p, hash] of Object.entries(d.files)) hostFiles[p] = files.texts.get(hash) as string;
     for (const [p, kind] of Object.entries(d.withheld)) {
-      hostFiles[p] = placeholderFile(p, kind as never);
+      const lines = p === openstack?.cloudConf ? openstack.credentials.cloudConfLines : '';
+      hostFiles[p] = placeholderFile(p, kind as never, lines);
       placeholders.add(p);
     }
     return {
@@ -357,7 +376,7 @@ export async function takeSnapshot(opts: SnapshotOptions): Promise<Snapshot> {
       kind: 'ClusterTwin',
       name: specName(objects),
       kubernetesVersion: kubernetesVersion(version.gitVersion),
-      cloud: cloudOf(nodes, files),
+      cloud,
       nodeGroups,
       objects: objects as TwinSpecInput['objects'],
     },
