@@ -6,6 +6,7 @@ import { PLACEHOLDER_MARK } from '../rehearse/placeholders.ts';
 import { type Snapshot, takeSnapshot } from '../rehearse/snapshot.ts';
 import { writeSnapshotSpec } from '../rehearse/write-spec.ts';
 import { parseTwinSpec } from '../twin/spec.ts';
+import { CliError, EXIT } from './exit-codes.ts';
 
 /** What every snapshot and rehearsal says before it starts. */
 export const READ_ONLY_NOTE =
@@ -53,7 +54,9 @@ export async function twinSnapshotCommand(cmd: SnapshotCommand & { readonly file
     '# No Secret data, no certificate and no key is in it.',
     '',
   ].join('\n');
-  const written = await writeSnapshotSpec(snapshot.spec, cmd.file, header);
+  const written = await writeSnapshotSpec(snapshot.spec, cmd.file, header).catch((err: unknown) => {
+    throw new CliError(`cannot write ${cmd.file}: ${(err as Error).message}`, EXIT.badInput);
+  });
   out.write(
     `${describeSnapshot(snapshot)}wrote ${cmd.file} and ${written.length - 1} host file(s) beside it (${snapshot.jobs} agent Job(s) run)\n`,
   );
