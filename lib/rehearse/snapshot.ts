@@ -18,7 +18,13 @@ import { UNINITIALIZED_TAINT } from '../kube/well-known.ts';
 import { providerForInTreeName } from '../providers/catalog.ts';
 import { providerOfProviderID } from '../providers/provider-id.ts';
 import type { InstanceSpec, NodeGroup, Provider, TwinSpecInput } from '../twin/spec.ts';
-import { type AgentCall, type ClusterFiles, type NodeFileSet, readClusterFiles } from './node-files.ts';
+import {
+  type AgentCall,
+  type ClusterFiles,
+  type NodeFileSet,
+  readClusterFiles,
+  type WithheldKind,
+} from './node-files.ts';
 import { type OpenStackCredentials, openStackCredentials } from './openstack-credentials.ts';
 import { placeholderFile } from './placeholders.ts';
 
@@ -58,7 +64,7 @@ export interface SnapshotOptions {
 export interface Snapshot {
   /** The spec, its host files inline (writeSnapshot puts each distinct one in a file of its own). */
   readonly spec: TwinSpecInput;
-  /** Host files written as placeholders, by node group: path → kind. */
+  /** The host paths that got a placeholder (on the nodes that name them). */
   readonly placeholders: readonly string[];
   readonly jobs: number;
 }
@@ -197,9 +203,10 @@ interface GroupDraft {
   readonly hostname: string;
   readonly labels: Record<string, string>;
   readonly taints: Taint[];
-  /** By path: a sha256 of ClusterFiles.texts, or a placeholder kind. */
+  /** By path: the sha256 of its text (a key of ClusterFiles.texts). */
   readonly files: Record<string, string>;
-  readonly withheld: Record<string, string>;
+  /** By path: the kind of placeholder it gets. */
+  readonly withheld: Record<string, WithheldKind>;
 }
 
 /** Nodes that share role, files, labels, taints and hostname pattern share one group. */
@@ -357,7 +364,7 @@ export async function takeSnapshot(opts: SnapshotOptions): Promise<Snapshot> {
     for (const [p, hash] of Object.entries(d.files)) hostFiles[p] = files.texts.get(hash) as string;
     for (const [p, kind] of Object.entries(d.withheld)) {
       const lines = p === openstack?.cloudConf ? openstack.credentials.cloudConfLines : '';
-      hostFiles[p] = placeholderFile(p, kind as never, lines);
+      hostFiles[p] = placeholderFile(p, kind, lines);
       placeholders.add(p);
     }
     return {
