@@ -62,7 +62,7 @@ export interface SnapshotOptions {
 }
 
 export interface Snapshot {
-  /** The spec, its host files inline (writeSnapshot puts each distinct one in a file of its own). */
+  /** The spec, its host files inline (writeSnapshotSpec puts each distinct one in a file of its own). */
   readonly spec: TwinSpecInput;
   /** The host paths that got a placeholder (on the nodes that name them). */
   readonly placeholders: readonly string[];
