@@ -16,7 +16,7 @@ export const CONFIG_DIR_FLAG = 'config-dir';
 type DropIn = NonNullable<AgentResult['kubeletDropIns']>[number];
 
 /** The `*.conf` files under `dir` in WalkDir's order ([] when the directory is not there). */
-async function confFiles(hostRoot: string, dir: string): Promise<string[]> {
+export async function confFiles(hostRoot: string, dir: string): Promise<string[]> {
   const entries = await readdir(onHost(hostRoot, dir), { withFileTypes: true }).catch(
     (err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return [];

@@ -125,12 +125,29 @@ export const TranslateCloudConfigRequestSchema = z.object({
   dryRun: z.boolean().default(false),
 });
 
+/**
+ * Read, for a twin of this node (`twin snapshot`), the files the twin's kubelet and the migration read:
+ * the static pod manifests, the kubelet's flag sources, its systemd unit and drop-ins, its --config-dir
+ * drop-ins and its credential provider config, with the node's own name and address written as
+ * `{{nodeName}}` and `{{nodeIP}}` (so that nodes differing only in those share one file). Never a cloud
+ * config, a credential plugin or anything under /etc/kubernetes/pki: those are only named (`withheld`).
+ * Without `chunk` it lists the files (the sha256 and size of each templated text); with it, it answers as
+ * much of that file's templated text from `offset` as fits the termination message (one Job per chunk).
+ */
+export const ReadFilesRequestSchema = z.object({
+  op: z.literal('read-files'),
+  runId: RunId,
+  template: z.object({ nodeName: z.string().min(1), nodeIP: z.string().min(1) }),
+  chunk: z.object({ path: HostPath, offset: z.int().nonnegative() }).optional(),
+});
+
 export const AgentRequestSchema = z.discriminatedUnion('op', [
   InspectRequestSchema,
   SetFlagsRequestSchema,
   RestartKubeletRequestSchema,
   RestoreRequestSchema,
   TranslateCloudConfigRequestSchema,
+  ReadFilesRequestSchema,
 ]);
 export type AgentRequest = z.input<typeof AgentRequestSchema>;
 export type ParsedAgentRequest = z.infer<typeof AgentRequestSchema>;
@@ -225,6 +242,17 @@ export const AgentResultSchema = z.object({
     .optional(),
   /** inspect with backupsOf: per path that run backed up, the original's sha256 (null: it did not exist). */
   backups: z.record(z.string(), z.string().nullable()).optional(),
+  /**
+   * read-files: what the kubelet or a static pod names but the agent does not read (it may hold
+   * credentials, or is a program): the twin gets a placeholder of that kind.
+   */
+  withheld: z
+    .array(z.object({ path: z.string(), kind: z.enum(['cloud-config', 'credential-plugin']) }))
+    .optional(),
+  /** read-files with a chunk: part of a file's templated text, and the whole text's sha256 and length. */
+  chunk: z
+    .object({ path: z.string(), offset: z.int(), text: z.string(), sha256: z.string(), length: z.int() })
+    .optional(),
   /** Set by the launcher when it refused to run the agent. */
   refused: AgentRefusalSchema.optional(),
   error: z.string().optional(),

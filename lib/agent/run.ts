@@ -4,6 +4,7 @@
  * fits the termination message, the one channel back to the orchestrator.
  */
 import { inspect } from './ops/inspect.ts';
+import { readFiles } from './ops/read-files.ts';
 import { failure } from './ops/report.ts';
 import { restartKubelet } from './ops/restart-kubelet.ts';
 import { restore } from './ops/restore.ts';
@@ -98,6 +99,8 @@ async function dispatch(input: unknown, env: AgentEnvironment): Promise<AgentRes
         return await restore(request, env);
       case 'translate-cloud-config':
         return await translateCloudConfig(request, env);
+      case 'read-files':
+        return await readFiles(request, env);
     }
   } catch (err) {
     return failure(request.op, (err as Error).message);

@@ -30,8 +30,10 @@ import { imageOption, parseAgentImage } from './image-flag.ts';
 import { migrationCommand } from './migration.ts';
 import { planCommand } from './plan.ts';
 import { providerRows, renderProviders } from './providers.ts';
+import { rehearseCommand } from './rehearse.ts';
 import { reportCommand, runTableOf } from './report.ts';
 import { serveTwin } from './twin-serve.ts';
+import { twinSnapshotCommand } from './twin-snapshot.ts';
 
 /** The example twin `npm start` runs: AWS, three control-plane nodes and five workers. */
 export const DEFAULT_TWIN_SPEC = fileURLToPath(new URL('../../assets/twins/aws-ha.yaml', import.meta.url));
@@ -225,6 +227,30 @@ export function buildProgram(): Command {
       await serveTwin({ ...o, spec: await loadTwinSpec(o.spec) });
     });
 
+  twin
+    .command('snapshot')
+    .description(
+      'Write a twin spec that reproduces a live cluster (nodes, files, objects), read-only: the node agent’s Jobs only read node files, and cloud configs, credential plugins and Secrets become placeholders.',
+    )
+    .requiredOption(
+      '--out <file>',
+      'the spec to write (YAML); its host files go to <file without .yaml>.files/',
+    )
+    .option('--kubeconfig <file>', 'kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)')
+    .option('--context <name>', 'kubeconfig context (default: the current one)')
+    .option(
+      '--agent-image <image>',
+      'image of the node agent Jobs (Node 22 and nsenter; the default is pinned by digest)',
+      parseAgentImage,
+    )
+    .action(async (o: { out: string; kubeconfig?: string; context?: string; agentImage?: string }) => {
+      await twinSnapshotCommand({
+        clients: clientsFromKubeconfigFile(o.kubeconfig ?? defaultKubeconfig(), o.context),
+        file: o.out,
+        ...(o.agentImage ? { agentImage: o.agentImage } : {}),
+      });
+    });
+
   ccmWorkloadOption(imageOption(clusterCommand(program, 'plan')))
     .description(
       'Print exactly what an upgrade would change (a diff per node file and per object); change nothing.',
@@ -363,6 +389,40 @@ export function buildProgram(): Command {
     'downgrade',
     'Put one cluster back on its in-tree cloud provider, undoing the last upgrade ccm-migrate ran on it (node files restored byte for byte from its backups, the CCM removed). Resumes an unfinished downgrade.',
   );
+
+  ccmWorkloadOption(imageOption(clusterCommand(program, 'rehearse')))
+    .description(
+      'Rehearse the migration on a twin of the cluster: snapshot it (read-only), ask its preflight what it refuses (plan), then plan, upgrade and downgrade the twin in-process and report each step, each node file change and the invariants. Exit 0 only when the rehearsal migrated and came back clean.',
+    )
+    .option('--max-unavailable <n>', 'kubelets restarted at once', positiveInt, 1)
+    .option(
+      '--no-leader-migration',
+      'hand the cloud controllers over without the migration lease (as upgrade --no-leader-migration)',
+    )
+    .option(
+      '--state-dir <dir>',
+      'the twin’s node files and the rehearsal’s run records (default: a new temp dir)',
+    )
+    .option('--real-api', 'run the twin on a real kube-apiserver (built by `npm run setup:kube`)', false)
+    .action(
+      async (
+        o: ClusterFlags & {
+          maxUnavailable: number;
+          leaderMigration: boolean;
+          stateDir?: string;
+          realApi: boolean;
+        },
+      ) => {
+        const target = clusterTarget(o);
+        await rehearseCommand({
+          ...target,
+          options: { ...target.options, ...(o.leaderMigration === false ? { leaderMigration: false } : {}) },
+          maxUnavailable: o.maxUnavailable,
+          realApi: o.realApi,
+          ...(o.stateDir ? { stateDir: o.stateDir } : {}),
+        });
+      },
+    );
 
   clusterCommand(program, 'drift', { fleet: true })
     .description(

@@ -54,6 +54,14 @@ export const KUBELET_FILES: readonly string[] = [
   ...new Set([...KUBELET_FLAG_SOURCES.map((s) => s.path), KUBELET_CONFIG_FILE]),
 ];
 
+/** Where systemd looks for unit files, first wins (systemd.unit(5), system units). */
+export const SYSTEMD_UNIT_DIRS: readonly string[] = [
+  '/etc/systemd/system',
+  '/run/systemd/system',
+  '/usr/lib/systemd/system',
+  '/lib/systemd/system',
+];
+
 export function isKubeletFlagFile(path: string): boolean {
   return KUBELET_FLAG_SOURCES.some((s) => s.path === path);
 }

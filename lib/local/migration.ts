@@ -43,7 +43,7 @@ export interface MigrationRunResult extends LocalRunResult {
 }
 
 /** `up-20261123-134501-a1b2`: sortable, unique, and a valid Kubernetes name. */
-export function newRunId(kind: 'up' | 'down' | 'plan' | 'remediate', now = new Date()): string {
+export function newRunId(kind: 'up' | 'down' | 'plan' | 'remediate' | 'snap', now = new Date()): string {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
   return `${kind}-${stamp}-${randomBytes(2).toString('hex')}`;
 }

@@ -119,6 +119,21 @@ export const NodeGroupSchema = z
      */
     csiDrivers: z.array(z.string().min(1)).default([]),
     /**
+     * Taints each node has besides those its kubelet registers with (--register-with-taints, kubeadm's
+     * control-plane taint, the uninitialized taint): an operator's, kept by `twin snapshot`.
+     */
+    taints: z
+      .array(
+        z
+          .object({
+            key: z.string().min(1),
+            value: z.string().optional(),
+            effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']),
+          })
+          .strict(),
+      )
+      .default([]),
+    /**
      * A second network interface on each instance: the cloud's instance API lists its address as another
      * InternalIP, after the first (what a cloud-controller-manager reads). `inTree: false` hides it from an
      * in-tree kubelet, whose provider asked the instance's own metadata: in-tree Azure read only the first
@@ -147,6 +162,19 @@ export const NodeGroupSchema = z
   .strict();
 export type NodeGroup = z.infer<typeof NodeGroupSchema>;
 
+/** A node's instance as the cloud reports it (see CloudSchema.instances). */
+export const InstanceSchema = z
+  .object({
+    /** Its first InternalIP: also what `{{nodeIP}}` stands for in its host files. */
+    ip: z.ipv4(),
+    /** Absent: derived as for any twin node (a node that no cloud controller initialised yet). */
+    providerID: z.string().min(1).optional(),
+    zone: z.string().min(1).optional(),
+    instanceType: z.string().min(1).optional(),
+  })
+  .strict();
+export type InstanceSpec = z.infer<typeof InstanceSchema>;
+
 export const CloudSchema = z
   .object({
     provider: ProviderSchema,
@@ -159,6 +187,12 @@ export const CloudSchema = z
     project: z.string().default('ccm-migrate-twin'),
     /** Nodes whose instance the cloud does not know (an identity mismatch a CCM would delete them for). */
     missingInstances: z.array(z.string()).default([]),
+    /**
+     * Instances by node name as a real cloud has them, instead of the ones the twin derives from the spec
+     * (`twin snapshot` writes them, so that a twin of a real cluster has its nodes' addresses, zones and
+     * providerIDs). A node not listed gets derived ones.
+     */
+    instances: z.record(z.string(), InstanceSchema).default({}),
   })
   .strict();
 export type Cloud = z.infer<typeof CloudSchema>;
@@ -377,6 +411,15 @@ function checkJoiningGroups(spec: Pick<TwinSpec, 'nodeGroups' | 'faults'>, ctx: 
 const ZONES_NAMED_AFTER_REGION: ReadonlySet<Provider> = new Set(['aws', 'gce']);
 
 function checkZones(cloud: Cloud, ctx: RefinementContext): void {
+  for (const [node, instance] of Object.entries(cloud.instances)) {
+    if (instance.zone !== undefined && !cloud.zones.includes(instance.zone)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['cloud', 'instances', node, 'zone'],
+        message: `zone ${instance.zone} is not one of cloud.zones`,
+      });
+    }
+  }
   if (!ZONES_NAMED_AFTER_REGION.has(cloud.provider)) return;
   cloud.zones.forEach((zone, i) => {
     if (!zone.startsWith(cloud.region)) {

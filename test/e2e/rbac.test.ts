@@ -25,6 +25,8 @@ import { planUpgrade } from '../../lib/local/plan.ts';
 import { PROVIDERS, providerFacts } from '../../lib/providers/catalog.ts';
 import { CCM_WORKLOADS } from '../../lib/providers/ccm-workload.ts';
 import { renderCcmObjects } from '../../lib/providers/render.ts';
+import { readOnlyAgent } from '../../lib/rehearse/agent.ts';
+import { takeSnapshot } from '../../lib/rehearse/snapshot.ts';
 import type { ResourceAccess } from '../../lib/twin/api/front-door.ts';
 import { renderKubeconfig } from '../../lib/twin/kubeconfig.ts';
 import { findByKind } from '../../lib/twin/resources.ts';
@@ -233,6 +235,15 @@ describe('the RBAC ccm-migrate ships', () => {
     },
     60_000,
   );
+
+  it('allows every request of a twin snapshot (on OpenStack, its credentials Secret by name)', async () => {
+    all = await roles();
+    const made = await requestsOf('openstack-secret-mini', async (e) => {
+      await takeSnapshot({ clients: e.t, agent: readOnlyAgent(e.t), runId: 'snap-rbac' });
+    });
+    expect(made.some((a) => a.resource === 'secrets')).toBe(true);
+    expect(made.filter((a) => !allowedBy(all, a)).map(describeAccess)).toEqual([]);
+  });
 
   it('allows every request of a DaemonSet CCM under leader migration, both ways', async () => {
     all = await roles();

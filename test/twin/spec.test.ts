@@ -514,6 +514,20 @@ describe('parseTwinSpec', () => {
       /- cloud\.zones\[1\]: zone eu-west-1b is not in region us-east-1/,
     ],
     [
+      'an instance in a zone the cloud does not have',
+      (s) => {
+        s.cloud.instances = { 'cp-1': { ip: '172.31.0.5', zone: 'us-east-1f' } };
+      },
+      /- cloud\.instances\["cp-1"\]\.zone: zone us-east-1f is not one of cloud\.zones/,
+    ],
+    [
+      'an instance whose IP is not IPv4',
+      (s) => {
+        s.cloud.instances = { 'cp-1': { ip: 'fd00::5' } };
+      },
+      /- cloud\.instances\["cp-1"\]\.ip: /,
+    ],
+    [
       'the same zone twice',
       (s) => {
         s.cloud.zones = ['us-east-1a', 'us-east-1a'];

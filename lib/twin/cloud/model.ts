@@ -151,7 +151,8 @@ export class CloudModel {
     if (!group) throw new Error(`unknown node group ${groupName}`);
     const index = this.#placements.size;
     const zones = this.#spec.cloud.zones;
-    const ip = nodeIP(index);
+    const given = this.#spec.cloud.instances[name];
+    const ip = given?.ip ?? nodeIP(index);
     const placement: NodePlacement = {
       name,
       group: group.name,
@@ -159,7 +160,7 @@ export class CloudModel {
       index,
       ip,
       ...(group.secondNic ? { secondNicIp: ip.replace(/^10\.0\./, '10.1.') } : {}),
-      zone: zones[index % zones.length] as string,
+      zone: given?.zone ?? (zones[index % zones.length] as string),
       hostname: group.hostname.replaceAll('{name}', name).replaceAll('{ip-dashed}', ip.replaceAll('.', '-')),
     };
     this.#placements.set(name, placement);
@@ -207,7 +208,10 @@ export class CloudModel {
   }
 
   #createInstance(p: NodePlacement): void {
-    const { id, providerID } = identity(this.#spec.cloud, this.#spec.name, p.name, p.zone);
+    const given = this.#spec.cloud.instances[p.name];
+    const { id, providerID } = given?.providerID
+      ? { id: given.providerID.split('/').pop() as string, providerID: given.providerID }
+      : identity(this.#spec.cloud, this.#spec.name, p.name, p.zone);
     const second: NodeAddress[] = p.secondNicIp ? [{ type: 'InternalIP', address: p.secondNicIp }] : [];
     const others: NodeAddress[] = [{ type: 'Hostname', address: p.name }];
     if (this.provider === 'aws') {
@@ -223,7 +227,7 @@ export class CloudModel {
       providerID,
       region: this.region,
       zone: p.zone,
-      instanceType: INSTANCE_TYPES[this.provider],
+      instanceType: given?.instanceType ?? INSTANCE_TYPES[this.provider],
       addresses: [first, ...second, ...others],
       inTreeAddresses: [first, ...(seenInTree ? second : []), ...others],
     };

@@ -170,8 +170,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
   const placements = cloud.placements();
   await writeHostFiles(ctx.stateDir, placements, spec.nodeGroups);
 
-  const groupLabels = new Map(spec.nodeGroups.map((g) => [g.name, g.labels]));
-  const csiDrivers = new Map(spec.nodeGroups.map((g) => [g.name, g.csiDrivers]));
+  const groups = new Map(spec.nodeGroups.map((g) => [g.name, g]));
   const kubelets = new Map<string, Kubelet>(placements.map((p) => [p.name, newKubelet(p)]));
   const hosts = new Map([...kubelets].map(([name, k]) => [name, podHost(k)]));
   const staticPods = new StaticPodRunner(ctx, timers, minor);
@@ -250,7 +249,8 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
           placement: { ...k.placement, name },
           version: spec.kubernetesVersion,
           flags: k.flags,
-          groupLabels: groupLabels.get(k.placement.group) ?? {},
+          groupLabels: groups.get(k.placement.group)?.labels ?? {},
+          groupTaints: groups.get(k.placement.group)?.taints ?? [],
           instance: cloud.instanceFor(name),
         }),
       );
@@ -258,7 +258,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
     registerCsiDrivers(
       store,
       node,
-      csiDrivers.get(k.placement.group) ?? [],
+      groups.get(k.placement.group)?.csiDrivers ?? [],
       cloud.instanceFor(name)?.id ?? name,
     );
     const lease = nodeLease(node);

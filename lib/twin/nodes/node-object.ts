@@ -94,6 +94,8 @@ export interface RegistrationInput {
   readonly flags: ReadonlyMap<string, string>;
   /** Labels of the node's group in the spec. */
   readonly groupLabels: Readonly<Record<string, string>>;
+  /** Taints of the node's group in the spec, before those the kubelet registers with. */
+  readonly groupTaints?: readonly Taint[];
   /** The node's instance, used only by a kubelet with an in-tree --cloud-provider. */
   readonly instance: Instance | undefined;
 }
@@ -112,7 +114,9 @@ export interface KubeletAddressing {
  * --node-ip (none when its node IP is not listed: the kubelet logs the error and sets none), any other its
  * --node-ip, else its host's IP, and its name. Only a kubelet with a --cloud-provider annotates.
  */
-export function kubeletAddressing(input: Omit<RegistrationInput, 'groupLabels'>): KubeletAddressing {
+export function kubeletAddressing(
+  input: Omit<RegistrationInput, 'groupLabels' | 'groupTaints'>,
+): KubeletAddressing {
   const { placement, flags } = input;
   const provider = flags.get('cloud-provider') ?? '';
   const minor = kubernetesMinor(input.version);
@@ -162,7 +166,14 @@ export function registeredNode(input: RegistrationInput): KubeObject {
     'kubernetes.io/hostname': name,
     'kubernetes.io/os': 'linux',
   };
-  const taints = parseTaints(flags.get('register-with-taints'));
+  const registered = parseTaints(flags.get('register-with-taints'));
+  // A group's taint that the kubelet registers with anyway is put on once (a Node's taints are unique).
+  const taints = [
+    ...(input.groupTaints ?? [])
+      .filter((t) => !registered.some((r) => r.key === t.key && r.effect === t.effect))
+      .map((t) => ({ ...t })),
+    ...registered,
+  ];
   if (placement.role === 'control-plane') {
     labels[CONTROL_PLANE_ROLE] = '';
     labels['node.kubernetes.io/exclude-from-external-load-balancers'] = '';

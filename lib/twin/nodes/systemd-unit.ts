@@ -12,6 +12,7 @@
  * KUBELET_EXTRA_ARGS in another file) takes effect on the twin as it would on the host.
  */
 
+// The twin's own list, not the product's (lib/controlplane): a shared one would hide a mistake in both.
 const UNIT_DIRS = [
   '/etc/systemd/system',
   '/run/systemd/system',
