@@ -2,9 +2,10 @@
  * Pods bound to a node (spec.nodeName set by the scheduler, a DaemonSet or a Job, not mirror pods), run by
  * that node's kubelet: Running and Ready after latencies.podStart; pods that do not restart (Job pods)
  * then complete with exit code 0. Node agent pods (label app.kubernetes.io/name=ccm-migrate-agent) run
- * the agent in-process against the node's directory after latencies.jobStart and report its result
- * through the container's termination message, as the real agent container does, unless their container
- * does not start or its launcher refuses (agent-container.ts).
+ * the agent in-process against the node's directory after latencies.jobStart (and agentImagePull on a node
+ * that has not pulled the agent image yet) and report its result through the container's termination
+ * message, as the real agent container does, unless their container does not start or its launcher
+ * refuses (agent-container.ts).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -193,15 +194,32 @@ export class WorkloadPodRunner {
     return undefined;
   }
 
+  /** The pod's images that the node's status.images does not list yet: the kubelet pulls them first. */
+  #imagesToPull(host: PodHost, pod: KubeObject): string[] {
+    const node = this.#ctx.store.tryGet('nodes', undefined, host.node);
+    const status = (node?.status ?? {}) as { images?: { names: string[] }[] };
+    const held = new Set((status.images ?? []).flatMap((i) => i.names));
+    return (specOf(pod).containers ?? [])
+      .map((c) => c.image ?? '')
+      .filter((image) => image !== '' && !held.has(image));
+  }
+
+  /**
+   * From the pod's turn to its container running: a pod start, an agent pod's own (jobStart), and the
+   * agent image's pull on a node that has not pulled it yet (other images are taken as present).
+   */
+  #startDelay(host: PodHost, pod: KubeObject, agent: boolean): number {
+    const { latencies } = this.#ctx.spec;
+    if (!agent) return latencies.podStart;
+    return latencies.jobStart + (this.#imagesToPull(host, pod).length > 0 ? latencies.agentImagePull : 0);
+  }
+
   /** The images the kubelet now holds, on its Node's status.images (as it reports them, tag and digest). */
   #recordImages(host: PodHost, pod: KubeObject): void {
     const node = this.#ctx.store.tryGet('nodes', undefined, host.node);
     if (!node) return;
     const status = (node.status ?? {}) as { images?: { names: string[]; sizeBytes: number }[] };
-    const held = new Set((status.images ?? []).flatMap((i) => i.names));
-    const fresh = (specOf(pod).containers ?? [])
-      .map((c) => c.image ?? '')
-      .filter((image) => image !== '' && !held.has(image));
+    const fresh = this.#imagesToPull(host, pod);
     if (fresh.length === 0) return;
     const next = structuredClone(node);
     const images = [...(status.images ?? []), ...fresh.map((image) => ({ names: [image], sizeBytes: 0 }))];
@@ -229,7 +247,7 @@ export class WorkloadPodRunner {
     if (!pod) return;
     const agent = pod.metadata.labels?.['app.kubernetes.io/name'] === AGENT_NAME;
     const { latencies } = this.#ctx.spec;
-    this.#timers.after(agent ? latencies.jobStart : latencies.podStart, () => {
+    this.#timers.after(this.#startDelay(host, pod, agent), () => {
       const now = current();
       if (!now) return;
       if (!host.up) {
