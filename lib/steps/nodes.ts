@@ -101,6 +101,6 @@ export async function flipKubelet(event: NodeEvent, ctx: StepContext): Promise<{
     message: result.changed ? 'kubelet flags external, kubelet restarting' : 'kubelet already external',
   });
   await waitForNodeReady(ctx, event.node);
-  await confirmRunningKubelet(event, ctx);
+  await confirmRunningKubelet(event, ctx, result.kubeletFlags);
   return { changed: result.changed };
 }

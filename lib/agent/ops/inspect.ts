@@ -2,19 +2,13 @@
  * `inspect`: hash, size, kind and cloud flags of the asked files and of every kubelet flag source present;
  * with backupsOf, the digests of what that run backed up.
  */
-import {
-  checkedKubeletFlags,
-  hostnameOverrideOf,
-  KUBELET_FILES,
-  kubeletSourceArgs,
-  nodeIPAfterRestart,
-} from '../../controlplane/kubelet-sources.ts';
+import { hostnameOverrideOf, KUBELET_FILES, nodeIPAfterRestart } from '../../controlplane/kubelet-sources.ts';
 import { InvalidInputError } from '../../errors.ts';
 import { imageCredentialsOf } from '../credential-plugins.ts';
 import { backupDigests, decodeText, readHostBytes } from '../files.ts';
 import type { AgentResult, ParsedAgentRequest } from '../protocol.ts';
 import type { AgentEnvironment } from '../run.ts';
-import { describeFile } from './report.ts';
+import { describeFile, kubeletFlagsReport } from './report.ts';
 
 export async function inspect(
   request: Extract<ParsedAgentRequest, { op: 'inspect' }>,
@@ -53,14 +47,7 @@ export async function inspect(
       ...(hostnameOverride === undefined ? {} : { hostnameOverride }),
       ...(nodeIP === undefined ? {} : { nodeIP }),
     },
-    ...(running
-      ? {
-          kubeletFlags: {
-            running: checkedKubeletFlags(running.slice(1)),
-            files: checkedKubeletFlags(kubeletSourceArgs(texts)),
-          },
-        }
-      : {}),
+    ...(running ? { kubeletFlags: kubeletFlagsReport(running, texts) } : {}),
     ...(credentials ? { imageCredentials: credentials } : {}),
     ...(request.backupsOf ? { backups: await backupDigests(env.hostRoot, request.backupsOf) } : {}),
   };

@@ -123,7 +123,7 @@ function serving(k: Kubelet): boolean {
 }
 
 /** The kubelet as the pods bound to its Node see it. */
-function podHost(k: Kubelet): PodHost {
+function podHost(k: Kubelet, stateDir: string): PodHost {
   return {
     node: k.node,
     ip: k.ip,
@@ -132,6 +132,7 @@ function podHost(k: Kubelet): PodHost {
     get kubeletArgv() {
       return k.argv;
     },
+    restartedKubeletArgv: () => readKubeletStartConfig(stateDir, k.node).argv,
     get kubeletFlags() {
       return k.flags;
     },
@@ -171,7 +172,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
 
   const groupLabels = new Map(spec.nodeGroups.map((g) => [g.name, g.labels]));
   const kubelets = new Map<string, Kubelet>(placements.map((p) => [p.name, newKubelet(p)]));
-  const hosts = new Map([...kubelets].map(([name, k]) => [name, podHost(k)]));
+  const hosts = new Map([...kubelets].map(([name, k]) => [name, podHost(k, ctx.stateDir)]));
   const staticPods = new StaticPodRunner(ctx, timers, minor);
 
   const kubeletOf = (node: string): Kubelet => {
@@ -385,7 +386,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
     const name = registrationName(placement, config.flags);
     if (name !== k.node) throw new InvalidInputError(misnamed({ ...k, registeredAs: name }));
     kubelets.set(k.node, k);
-    hosts.set(k.node, podHost(k));
+    hosts.set(k.node, podHost(k, ctx.stateDir));
     all.push(k);
     startKubelet(k, false, config);
     return k.node;

@@ -9,13 +9,14 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { withRestartedKubelet } from '../../agent/ops/report.ts';
 import {
   AGENT_NAME,
   AGENT_REQUEST_ENV,
   type AgentResult,
   TERMINATION_MESSAGE_LIMIT,
 } from '../../agent/protocol.ts';
-import { runAgent } from '../../agent/run.ts';
+import { fitResult, runAgent } from '../../agent/run.ts';
 import { nodeRoot, type TwinContext } from '../context.ts';
 import type { KubeObject } from '../store.ts';
 import { agentContainerStart } from './agent-container.ts';
@@ -34,6 +35,8 @@ export interface PodHost {
   readonly hostname: string;
   /** The kubelet's command line as it last started (what the host's /proc shows). */
   readonly kubeletArgv: readonly string[];
+  /** The command line a restart would start it with, from its files as they are now. */
+  readonly restartedKubeletArgv: () => readonly string[];
   /** Its flags as it last started, the config file's feature gates merged in. */
   readonly kubeletFlags: ReadonlyMap<string, string>;
   readonly up: boolean;
@@ -310,6 +313,10 @@ export class WorkloadPodRunner {
         hostname: async () => host.hostname,
         kubeletCommandLine: async () => host.kubeletArgv,
       });
+      // As the agent's entry point does once it restarted the kubelet (lib/agent/main.ts): the answer
+      // says what the restarted process runs, which the twin's kubelet reads from these files when it starts.
+      if (result.restartKubelet)
+        result = fitResult(withRestartedKubelet(result, host.restartedKubeletArgv()));
       message = JSON.stringify(result);
     } catch (err) {
       message = `agent failed: ${(err as Error).message}`;
