@@ -57,14 +57,13 @@ export async function exampleSpec(
  * computed from the same divided latencies, so makespan / bound compares like with like; what does not
  * shrink is the orchestration's own time (CPU, API round trips, poll intervals), which therefore weighs
  * this many times more in the ratio than on a real cluster: the measured ratio is an upper bound of the
- * real one. The twin's file poll (fileCheck) and apiRequest stay as they are: an agent's write wakes the
- * kubelet at once, and requests are not slowed.
+ * real one. apiRequest (0) stays as it is.
  */
 export const REALISTIC_TIME_SCALE = 10;
 
 /** The realistic profile's figures, divided by REALISTIC_TIME_SCALE. */
 export function realisticLatencies(): Partial<Latencies> {
-  const { fileCheck: _, apiRequest: __, ...scaled } = LATENCY_PROFILES.realistic;
+  const { apiRequest: _, ...scaled } = LATENCY_PROFILES.realistic;
   return {
     ...LATENCY_PROFILES.realistic,
     ...Object.fromEntries(

@@ -141,9 +141,9 @@ export const LATENCY_PROFILES = {
     // The CCM's cloud-node controller initialises a tainted node on its update event: one instance lookup
     // (EC2 DescribeInstances and the like, hundreds of ms) and a Node patch. Estimate: 1 s.
     nodeInit: 1000,
-    // The kubelet's file source also watches the manifest directory (inotify); its 20 s poll
-    // (fileCheckFrequency) is the fallback. The twin's poll stays short: the restart figure holds the rest.
-    fileCheck: 100,
+    // KubeletConfiguration fileCheckFrequency: 20 s. The kubelet's file source also watches the manifest
+    // directory (inotify), which the twin models by waking a node's kubelet when the agent writes a file.
+    fileCheck: 20_000,
     // Not modelled: requests inside a region take milliseconds.
     apiRequest: 0,
     // k8s.io/component-base/config/v1alpha1 RecommendedDefaultLeaderElectionConfiguration: a 15 s lease
