@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- --quick]`: every benchmark, one table, and the same figures in bench/results/latest.json.
- * Benchmarks print figures; they are not tests and do not fail the build. --quick (under a minute) runs each
+ * Benchmarks print figures; they are not tests and do not fail the build. --quick (a few minutes) runs each
  * timed figure once and leaves out the 3 + 500-node, example-twin and leader-migration upgrades.
  */
 import os from 'node:os';

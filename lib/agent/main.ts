@@ -2,14 +2,14 @@
  * The agent on a real node, as the Job's container runs it (`node /opt/ccm-migrate/agent.mjs`): the
  * request from the environment, the host's `/` at /host, the answer in the termination log. The kubelet is
  * restarted last, from the host's namespaces, once the answer is written: the restarted kubelet then
- * reports the finished container with it.
+ * reports the finished container with it. A flip's answer then says what the restarted kubelet runs.
  */
 import { execFile } from 'node:child_process';
 import { realpathSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { failure } from './ops/report.ts';
+import { failure, withRestartedKubelet } from './ops/report.ts';
 import { AGENT_REQUEST_ENV, type AgentResult, TERMINATION_LOG_ENV } from './protocol.ts';
 import { fitResult, runAgent } from './run.ts';
 
@@ -47,19 +47,51 @@ export const HOSTNAME_COMMAND: readonly string[] = [
   '/proc/sys/kernel/hostname',
 ];
 
-/** The command line of the host's kubelet process: the first process named `kubelet`. */
-export async function kubeletCommandLine(proc: string): Promise<string[] | undefined> {
+/** The host's kubelet process, its pid and command line: the first process named `kubelet`. */
+export async function kubeletProcess(proc: string): Promise<{ pid: string; argv: string[] } | undefined> {
   const pids = (await readdir(proc)).filter((p) => /^\d+$/.test(p)).sort((a, b) => Number(a) - Number(b));
   for (const pid of pids) {
     try {
       if ((await readFile(`${proc}/${pid}/comm`, 'utf8')).trim() !== 'kubelet') continue;
       const cmdline = await readFile(`${proc}/${pid}/cmdline`, 'utf8');
-      return cmdline.split('\0').filter((w, i, all) => w !== '' || i < all.length - 1);
+      return { pid, argv: cmdline.split('\0').filter((w, i, all) => w !== '' || i < all.length - 1) };
     } catch {
       // The process ended while we looked.
     }
   }
   return undefined;
+}
+
+/** The command line of the host's kubelet process, program first. */
+export async function kubeletCommandLine(proc: string): Promise<string[] | undefined> {
+  return (await kubeletProcess(proc))?.argv;
+}
+
+/**
+ * How long the agent looks for the restarted kubelet's process: `systemctl restart` of kubeadm's unit
+ * (Type=simple) returns once the new process is forked, so it shows at once; one that exits on its flags
+ * is started again by systemd after RestartSec=10 s.
+ */
+export const RESTARTED_KUBELET_WAIT_MS = 15_000;
+const RESTARTED_KUBELET_POLL_MS = 100;
+
+/**
+ * The answer with the restarted kubelet's flags in place of the old process's: a kubelet process other than
+ * `before`. None within RESTARTED_KUBELET_WAIT_MS: the flags are left out, and the orchestrator inspects
+ * the node once it is Ready instead.
+ */
+async function withRestartedFlags(result: AgentResult, proc: string, before?: string): Promise<AgentResult> {
+  if (!result.kubeletFlags) return result;
+  const until = Date.now() + RESTARTED_KUBELET_WAIT_MS;
+  for (;;) {
+    const now = await kubeletProcess(proc);
+    if (now && now.pid !== before) return withRestartedKubelet(result, now.argv);
+    if (Date.now() >= until) {
+      const { kubeletFlags: _, ...rest } = result;
+      return rest;
+    }
+    await new Promise((resolve) => setTimeout(resolve, RESTARTED_KUBELET_POLL_MS));
+  }
 }
 
 /** Run a command; its standard output. */
@@ -88,16 +120,19 @@ export async function agentMain(
   run: RunCommand = runCommand,
 ): Promise<number> {
   const log = env[TERMINATION_LOG_ENV] ?? '/dev/termination-log';
+  const proc = env[PROC_ENV] ?? '/proc';
   let result = await answer(env, run);
   await writeFile(log, JSON.stringify(result));
   if (result.restartKubelet) {
+    const before = result.kubeletFlags ? (await kubeletProcess(proc))?.pid : undefined;
     try {
       await run(RESTART_KUBELET_COMMAND);
+      result = fitResult(await withRestartedFlags(result, proc, before));
     } catch (err) {
       const why = (err as Error).message.split('\n')[0]?.slice(0, 200);
       result = fitResult({ ...result, ok: false, error: `restarting the kubelet failed: ${why}` });
-      await writeFile(log, JSON.stringify(result));
     }
+    await writeFile(log, JSON.stringify(result));
   }
   return result.ok ? 0 : 1;
 }

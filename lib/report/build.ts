@@ -192,7 +192,7 @@ function lowerBound(
   if (sources.latencies) {
     return {
       ms: makespanLowerBoundMs(counts, sources.latencies),
-      basis: "the twin's latencies, as the benchmark computes it (restarts only: no lease handovers)",
+      basis: "the twin's latencies, as the benchmark computes it (restarts and the CCM's lease takeover)",
     };
   }
   const staticPodRestart = shortest(phases, 'static-pods-restart');

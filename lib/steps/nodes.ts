@@ -103,6 +103,6 @@ export async function flipKubelet(event: NodeEvent, ctx: StepContext): Promise<{
     ...(result.changed ? { phase: 'kubelet-restart' as const } : {}),
   });
   await waitForNodeReady(ctx, event.node);
-  await confirmRunningKubelet(event, ctx);
+  await confirmRunningKubelet(event, ctx, result.kubeletFlags);
   return { changed: result.changed };
 }

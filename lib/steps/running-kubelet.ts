@@ -47,12 +47,18 @@ export function kubeletDifferences(flags: KubeletFlags): string[] {
  * After the flip: the kubelet that runs now has the flags its files give. One that does not is restarted
  * once (a run cut between the flip's write and its restart resumes to files that need no change, and so no
  * restart); one that still runs other flags then (something ccm-migrate does not edit gives them) fails
- * the step, naming them, and the run rolls back.
+ * the step, naming them, and the run rolls back. `flipped`: what the flip's own answer says of the
+ * kubelet (the restarted one's flags, when it restarted it), so that no second agent pod is needed;
+ * without it, the node is inspected.
  */
-export async function confirmRunningKubelet(event: NodeEvent, ctx: StepContext): Promise<void> {
+export async function confirmRunningKubelet(
+  event: NodeEvent,
+  ctx: StepContext,
+  flipped?: KubeletFlags,
+): Promise<void> {
   const differences = async () =>
     kubeletDifferences((await ctx.agent(event.node, { op: 'inspect', runId: event.runId })).kubeletFlags);
-  if ((await differences()).length === 0) return;
+  if ((flipped ? kubeletDifferences(flipped) : await differences()).length === 0) return;
   await ctx.agent(event.node, { op: 'restart-kubelet', runId: event.runId });
   await waitForNodeReady(ctx, event.node);
   const still = await differences();

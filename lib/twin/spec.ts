@@ -75,26 +75,96 @@ const FileContentsSchema = z.string({
       : 'expected the file contents as a string, or { file: path relative to the spec }',
 });
 
-export const LatenciesSchema = z
+/** Every latency the twin models, in ms. */
+const LatencyFiguresSchema = z
   .object({
     /** From a changed static pod manifest to the new mirror pod being Ready. */
-    staticPodRestart: DurationSchema.default(2000),
+    staticPodRestart: DurationSchema,
     /** From a kubelet restart to the node being Ready again. */
-    kubeletRestart: DurationSchema.default(1000),
+    kubeletRestart: DurationSchema,
     /** From a workload pod being created to it being Ready. */
-    podStart: DurationSchema.default(500),
+    podStart: DurationSchema,
     /** How long a cloud controller takes to initialise one node. */
-    nodeInit: DurationSchema.default(200),
+    nodeInit: DurationSchema,
     /** How often each kubelet looks at its static pod directory (the real file source polls every 20 s). */
-    fileCheck: DurationSchema.default(100),
+    fileCheck: DurationSchema,
     /** Added to every API request. */
-    apiRequest: DurationSchema.default(0),
-    /** How long a node agent Job's pod takes to run (pull, start) before the agent itself. */
-    jobStart: DurationSchema.default(100),
+    apiRequest: DurationSchema,
+    /** How long a node agent Job's pod takes to run (start, image present) before the agent itself. */
+    jobStart: DurationSchema,
+    /** Added to the first agent pod on a node whose status does not list the agent's image yet: its pull. */
+    agentImagePull: DurationSchema,
     /** Lease duration of KCM/CCM leader election. */
-    leaseDuration: DurationSchema.default(15_000),
+    leaseDuration: DurationSchema,
   })
   .strict();
+type LatencyFigures = z.infer<typeof LatencyFiguresSchema>;
+
+/**
+ * Named sets of latencies (`latencies: { profile: realistic }`, any figure given beside it wins).
+ * - `short` (the default): a demo's and the tests' figures, far below a real cluster's, so that a run takes
+ *   seconds.
+ * - `realistic`: a real cluster's, each from a published measurement, SLO or default; where none gives the
+ *   figure, an estimate and what it rests on. Runs take minutes of wall-clock time at these figures.
+ */
+export const LATENCY_PROFILES = {
+  short: {
+    staticPodRestart: 2000,
+    kubeletRestart: 1000,
+    podStart: 500,
+    nodeInit: 200,
+    fileCheck: 100,
+    apiRequest: 0,
+    jobStart: 100,
+    agentImagePull: 0,
+    leaseDuration: 15_000,
+  },
+  realistic: {
+    // kubeadm's static pods (cmd/kubeadm/app/util/staticpod/utils.go, the manifests under
+    // assets/twins/hosts/): a startupProbe with initialDelaySeconds 10 and periodSeconds 10, so a restarted
+    // kube-apiserver or kube-controller-manager is Ready 10 s after its container starts at the earliest,
+    // and 20 s when it is not healthy yet at the first probe (a kube-apiserver's post-start hooks and
+    // cache sync take seconds). Estimate: the second probe, 20 s.
+    staticPodRestart: 20_000,
+    // Node Ready after `systemctl restart kubelet`: the kubelet posts its status at once when it starts
+    // (fastStatusUpdateOnce) and then every nodeStatusUpdateFrequency (10 s default, KubeletConfiguration).
+    // Estimate: one status period, 10 s (the container runtime and the network stay up across the restart).
+    kubeletRestart: 10_000,
+    // Kubernetes' pod startup SLO (kubernetes/community sig-scalability/slos/pod_startup_latency.md): a
+    // stateless pod with its image present starts within 5 s at the 99th percentile.
+    podStart: 5000,
+    // The agent's pod is such a pod (image present): the same SLO.
+    jobStart: 5000,
+    // The agent image (node:22-alpine, ≈ 50 MB compressed) from ECR Public on a node's first agent pod.
+    // Estimate: 5 s at a few tens of MB/s with unpacking (the SLO above leaves pulls out).
+    agentImagePull: 5000,
+    // The CCM's cloud-node controller initialises a tainted node on its update event: one instance lookup
+    // (EC2 DescribeInstances and the like, hundreds of ms) and a Node patch. Estimate: 1 s.
+    nodeInit: 1000,
+    // KubeletConfiguration fileCheckFrequency: 20 s. The kubelet's file source also watches the manifest
+    // directory (inotify), which the twin models by waking a node's kubelet when the agent writes a file.
+    fileCheck: 20_000,
+    // Not modelled: requests inside a region take milliseconds.
+    apiRequest: 0,
+    // k8s.io/component-base/config/v1alpha1 RecommendedDefaultLeaderElectionConfiguration: a 15 s lease
+    // (10 s renew deadline, 2 s retry period), what kube-controller-manager and the CCMs run with.
+    leaseDuration: 15_000,
+  },
+} satisfies Record<string, LatencyFigures>;
+export type LatencyProfile = keyof typeof LATENCY_PROFILES;
+const PROFILE_NAMES = Object.keys(LATENCY_PROFILES) as [LatencyProfile, ...LatencyProfile[]];
+
+/** A profile's figures, with any figure given beside it in its place. */
+export const LatenciesSchema = LatencyFiguresSchema.partial()
+  .extend({
+    profile: z.enum(PROFILE_NAMES).default('short'),
+  })
+  .strict()
+  .transform(({ profile, ...given }): LatencyFigures & { profile: LatencyProfile } => ({
+    profile,
+    ...LATENCY_PROFILES[profile],
+    ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)),
+  }));
 export type Latencies = z.infer<typeof LatenciesSchema>;
 
 export const NodeGroupSchema = z

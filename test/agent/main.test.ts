@@ -89,6 +89,37 @@ it('finds the kubelet among the host’s processes by name and reports the flags
   });
 });
 
+/** A fake /proc holding these processes: pid → [comm, argv]. */
+async function fakeProc(processes: Record<string, [string, string[]]>): Promise<string> {
+  const proc = path.join(dir, 'proc');
+  await rm(proc, { recursive: true, force: true });
+  for (const [pid, [comm, argv]] of Object.entries(processes)) {
+    await mkdir(path.join(proc, pid), { recursive: true });
+    await writeFile(path.join(proc, pid, 'comm'), `${comm}\n`);
+    await writeFile(path.join(proc, pid, 'cmdline'), `${argv.join('\0')}\0`);
+  }
+  return proc;
+}
+
+it('answers a flip with the flags of the kubelet it restarted, not of the one before', async () => {
+  const proc = await fakeProc({ '812': ['kubelet', ['/usr/bin/kubelet', '--cloud-provider=aws']] });
+  const code = await agentMain({ ...env, [PROC_ENV]: proc, [AGENT_REQUEST_ENV]: toExternal }, async () => {
+    // Before the restart the answer holds the old process's flags beside the files' new ones.
+    expect((await answer()).kubeletFlags).toEqual({
+      running: { 'cloud-provider': ['aws'] },
+      files: { 'cloud-provider': ['external'] },
+    });
+    await fakeProc({ '901': ['kubelet', ['/usr/bin/kubelet', '--cloud-provider=external']] });
+    return '';
+  });
+
+  expect(code).toBe(0);
+  expect((await answer()).kubeletFlags).toEqual({
+    running: { 'cloud-provider': ['external'] },
+    files: { 'cloud-provider': ['external'] },
+  });
+});
+
 it('exits 1 with the reason when the request is not JSON, the agent refuses, or the restart fails', async () => {
   expect(await agentMain({ ...env, [AGENT_REQUEST_ENV]: '{op: inspect' })).toBe(1);
   expect((await answer()).error).toBe(`invalid agent request: ${AGENT_REQUEST_ENV} is not set to JSON`);

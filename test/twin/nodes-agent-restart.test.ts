@@ -17,6 +17,7 @@ import {
 vi.mock('../../lib/agent/run.ts', async (importOriginal) => {
   const real = await importOriginal<typeof import('../../lib/agent/run.ts')>();
   return {
+    ...real,
     runAgent: async (...args: Parameters<typeof real.runAgent>) => ({
       ...(await real.runAgent(...args)),
       restartKubelet: true,

@@ -52,6 +52,8 @@ function agentPod(name: string, node: string, request: unknown): KubeObject {
 }
 
 const current = (name: string): Loose => h?.pod('default', name);
+/** An image pull long enough to tell from a pod start of the fixture's few milliseconds. */
+const PULL_MS = 400;
 const phase = (name: string): string | undefined => current(name)?.status?.phase;
 
 describe('pods bound to a node', () => {
@@ -132,6 +134,25 @@ describe('node agent pods', () => {
     ]);
     expect(result.files.map((f) => f.path)).toContain('/var/lib/kubelet/kubeadm-flags.env');
     expect(h.nodes.kubelet('cp-1').restarts).toBe(0);
+  });
+
+  it('pulls the agent image on the node’s first agent pod only (latencies.agentImagePull)', async () => {
+    const base = await miniSpec();
+    h = await startHarness(
+      await miniSpec({ overrides: { latencies: { ...base.latencies, agentImagePull: PULL_MS } } }),
+    );
+    const run = async (name: string): Promise<number> => {
+      const started = performance.now();
+      h?.store.create('pods', agentPod(name, 'worker-1', { op: 'inspect', runId: 'r1' }));
+      await waitFor(() => phase(name) === 'Succeeded', `agent pod ${name} to succeed`);
+      return performance.now() - started;
+    };
+
+    const first = await run('first');
+    const second = await run('second');
+
+    expect(first).toBeGreaterThanOrEqual(PULL_MS);
+    expect(second).toBeLessThan(PULL_MS);
   });
 
   it('fails the pod with exit code 1 when the agent answers not ok', async () => {

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
 import { clientsFromKubeconfigFile, type KubeClients } from '../../lib/kube/clients.ts';
 import { hostPath } from '../../lib/twin/context.ts';
-import { loadTwinSpec, parseTwinSpec, type TwinSpec } from '../../lib/twin/spec.ts';
+import { loadTwinSpec, parseTwinSpec, type TwinSpec, type TwinSpecInput } from '../../lib/twin/spec.ts';
 import { type RunningTwin, startTwin } from '../../lib/twin/twin.ts';
 
 export const FIXTURES = {
@@ -56,7 +56,7 @@ export interface FileEdit {
 /** A fixture spec with host files edited and top-level fields replaced (version, faults, …). */
 export async function fixtureSpec(
   fixture: string,
-  opts: { edits?: readonly FileEdit[]; overrides?: Partial<TwinSpec> } = {},
+  opts: { edits?: readonly FileEdit[]; overrides?: Partial<TwinSpecInput> } = {},
 ): Promise<TwinSpec> {
   const spec = await loadTwinSpec(fixture);
   const nodeGroups = spec.nodeGroups.map((g) => {

@@ -6,12 +6,14 @@ import { parse as parseYaml } from 'yaml';
 import { CloudModel } from '../../lib/twin/cloud/model.ts';
 import {
   DurationSchema,
+  LATENCY_PROFILES,
   loadTwinSpec,
   nodeNames,
   parseTwinSpec,
   renderHostFile,
   type TwinSpec,
   TwinSpecError,
+  TwinSpecSchema,
 } from '../../lib/twin/spec.ts';
 
 const EXAMPLES = ['assets/twins/aws-ha.yaml', 'assets/twins/aws-single.yaml'];
@@ -147,6 +149,19 @@ describe('example specs and test fixtures', () => {
       ['control-plane', 1],
       ['worker', 2],
     ]);
+  });
+
+  it('takes a latency profile’s figures, any figure given beside it in its place', () => {
+    const parse = (latencies: unknown) =>
+      TwinSpecSchema.parse({ ...spec('assets/twins/aws-ha.yaml'), latencies }).latencies;
+
+    expect(parse({})).toEqual({ profile: 'short', ...LATENCY_PROFILES.short });
+    expect(parse({ profile: 'realistic', kubeletRestart: '4s' })).toEqual({
+      ...LATENCY_PROFILES.realistic,
+      profile: 'realistic',
+      kubeletRestart: 4000,
+    });
+    expect(() => parse({ profile: 'slow' })).toThrow(/profile/);
   });
 
   it('gives the fixtures latencies of a few milliseconds', () => {

@@ -2,10 +2,8 @@
  * `inspect`: hash, size, kind and cloud flags of the asked files and of every kubelet flag source present;
  * with backupsOf, the digests of what that run backed up.
  */
-
 import { parseFlags } from '../../controlplane/flags.ts';
 import {
-  checkedKubeletFlags,
   hostnameOverrideOf,
   KUBELET_FILES,
   kubeletSourceArgs,
@@ -17,7 +15,7 @@ import { backupDigests, decodeText, readHostBytes } from '../files.ts';
 import { CONFIG_DIR_FLAG, kubeletDropIns } from '../kubelet-drop-ins.ts';
 import type { AgentResult, ParsedAgentRequest } from '../protocol.ts';
 import type { AgentEnvironment } from '../run.ts';
-import { describeFile } from './report.ts';
+import { describeFile, kubeletFlagsReport } from './report.ts';
 
 export async function inspect(
   request: Extract<ParsedAgentRequest, { op: 'inspect' }>,
@@ -57,14 +55,7 @@ export async function inspect(
       ...(hostnameOverride === undefined ? {} : { hostnameOverride }),
       ...(nodeIP === undefined ? {} : { nodeIP }),
     },
-    ...(running
-      ? {
-          kubeletFlags: {
-            running: checkedKubeletFlags(running.slice(1)),
-            files: checkedKubeletFlags(kubeletSourceArgs(texts)),
-          },
-        }
-      : {}),
+    ...(running ? { kubeletFlags: kubeletFlagsReport(running, texts) } : {}),
     ...(credentials ? { imageCredentials: credentials } : {}),
     ...(configDir ? { kubeletDropIns: await kubeletDropIns(env.hostRoot, configDir) } : {}),
     ...(request.backupsOf ? { backups: await backupDigests(env.hostRoot, request.backupsOf) } : {}),

@@ -5,10 +5,13 @@
 import { createHash } from 'node:crypto';
 import { createPatch } from 'diff';
 import {
+  checkedKubeletFlags,
   isKubeletFlagFile,
   KUBELET_CONFIG_FILE,
+  type KubeletFiles,
   kubeletConfigGates,
   kubeletFileArgs,
+  kubeletSourceArgs,
 } from '../../controlplane/kubelet-sources.ts';
 import { cloudFlagsOf, cloudFlagsOfArgs } from '../../controlplane/static-pod.ts';
 import { decodeText } from '../files.ts';
@@ -75,4 +78,25 @@ export function changeReport(
 
 export function failure(op: string, error: string, files: FileReport[] = [], changed = false): AgentResult {
   return { op, ok: false, changed, restartKubelet: false, files, error };
+}
+
+/**
+ * The kubelet flags ccm-migrate changes, on the running kubelet's command line (program first) and in the
+ * flag files `texts`; undefined when no kubelet process runs.
+ */
+export function kubeletFlagsReport(
+  running: readonly string[] | undefined,
+  texts: KubeletFiles,
+): AgentResult['kubeletFlags'] {
+  if (!running) return undefined;
+  return {
+    running: checkedKubeletFlags(running.slice(1)),
+    files: checkedKubeletFlags(kubeletSourceArgs(texts)),
+  };
+}
+
+/** The report with the running side replaced: what a restarted kubelet (program first) runs. */
+export function withRestartedKubelet(result: AgentResult, argv: readonly string[]): AgentResult {
+  if (!result.kubeletFlags) return result;
+  return { ...result, kubeletFlags: { ...result.kubeletFlags, running: checkedKubeletFlags(argv.slice(1)) } };
 }

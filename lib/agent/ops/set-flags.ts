@@ -28,7 +28,7 @@ import { pluginDir } from '../credential-plugins.ts';
 import { backUpOnce, readHostFile, writeAtomically } from '../files.ts';
 import type { AgentResult, FileReport, ParsedAgentRequest } from '../protocol.ts';
 import type { AgentEnvironment } from '../run.ts';
-import { changeReport, failure } from './report.ts';
+import { changeReport, failure, kubeletFlagsReport } from './report.ts';
 
 type SetFlagsRequest = Extract<ParsedAgentRequest, { op: 'set-flags' }>;
 
@@ -164,5 +164,29 @@ export async function setFlags(request: SetFlagsRequest, env: AgentEnvironment):
     changed = true;
     kubeletChanged ||= file.kubelet;
   }
-  return { op: 'set-flags', ok: true, changed, restartKubelet: kubeletChanged, files: reports };
+  return {
+    op: 'set-flags',
+    ok: true,
+    changed,
+    restartKubelet: kubeletChanged,
+    files: reports,
+    ...(request.kubelet && !request.dryRun ? await kubeletAfter(planned, env) : {}),
+  };
+}
+
+/**
+ * The running kubelet against the flag files as the request left them (issue 15, item 6): one that runs
+ * other flags needs a restart. Where this request restarts it, the agent's entry point puts the restarted
+ * kubelet's flags in place of the running ones (lib/agent/main.ts), so the orchestrator needs no second
+ * pod to check the flip.
+ */
+async function kubeletAfter(
+  planned: readonly PlannedFile[],
+  env: AgentEnvironment,
+): Promise<Pick<AgentResult, 'kubeletFlags'>> {
+  const texts = Object.fromEntries(
+    planned.filter((f) => f.kubelet).map((f) => [f.path, f.after ?? f.before] as const),
+  );
+  const kubeletFlags = kubeletFlagsReport(await env.kubeletCommandLine(), texts);
+  return kubeletFlags ? { kubeletFlags } : {};
 }

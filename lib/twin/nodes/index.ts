@@ -124,7 +124,7 @@ function serving(k: Kubelet): boolean {
 }
 
 /** The kubelet as the pods bound to its Node see it. */
-function podHost(k: Kubelet): PodHost {
+function podHost(k: Kubelet, stateDir: string, minor: number): PodHost {
   return {
     node: k.node,
     ip: k.ip,
@@ -133,6 +133,7 @@ function podHost(k: Kubelet): PodHost {
     get kubeletArgv() {
       return k.argv;
     },
+    restartedKubeletArgv: () => readKubeletStartConfig(stateDir, k.node, minor).argv,
     get kubeletFlags() {
       return k.flags;
     },
@@ -172,7 +173,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
 
   const groups = new Map(spec.nodeGroups.map((g) => [g.name, g]));
   const kubelets = new Map<string, Kubelet>(placements.map((p) => [p.name, newKubelet(p)]));
-  const hosts = new Map([...kubelets].map(([name, k]) => [name, podHost(k)]));
+  const hosts = new Map([...kubelets].map(([name, k]) => [name, podHost(k, ctx.stateDir, minor)]));
   const staticPods = new StaticPodRunner(ctx, timers, minor);
 
   const kubeletOf = (node: string): Kubelet => {
@@ -393,7 +394,7 @@ export async function startNodes(ctx: TwinContext, cloud: CloudModel): Promise<N
     const name = registrationName(placement, config.flags);
     if (name !== k.node) throw new InvalidInputError(misnamed({ ...k, registeredAs: name }));
     kubelets.set(k.node, k);
-    hosts.set(k.node, podHost(k));
+    hosts.set(k.node, podHost(k, ctx.stateDir, minor));
     all.push(k);
     startKubelet(k, false, config);
     return k.node;

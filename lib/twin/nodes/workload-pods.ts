@@ -2,19 +2,21 @@
  * Pods bound to a node (spec.nodeName set by the scheduler, a DaemonSet or a Job, not mirror pods), run by
  * that node's kubelet: Running and Ready after latencies.podStart; pods that do not restart (Job pods)
  * then complete with exit code 0. Node agent pods (label app.kubernetes.io/name=ccm-migrate-agent) run
- * the agent in-process against the node's directory after latencies.jobStart and report its result
- * through the container's termination message, as the real agent container does, unless their container
- * does not start or its launcher refuses (agent-container.ts).
+ * the agent in-process against the node's directory after latencies.jobStart (and agentImagePull on a node
+ * that has not pulled the agent image yet) and report its result through the container's termination
+ * message, as the real agent container does, unless their container does not start or its launcher
+ * refuses (agent-container.ts).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { withRestartedKubelet } from '../../agent/ops/report.ts';
 import {
   AGENT_NAME,
   AGENT_REQUEST_ENV,
   type AgentResult,
   TERMINATION_MESSAGE_LIMIT,
 } from '../../agent/protocol.ts';
-import { runAgent } from '../../agent/run.ts';
+import { fitResult, runAgent } from '../../agent/run.ts';
 import { nodeRoot, type TwinContext } from '../context.ts';
 import type { KubeObject } from '../store.ts';
 import { agentContainerStart } from './agent-container.ts';
@@ -33,6 +35,8 @@ export interface PodHost {
   readonly hostname: string;
   /** The kubelet's command line as it last started (what the host's /proc shows). */
   readonly kubeletArgv: readonly string[];
+  /** The command line a restart would start it with, from its files as they are now. */
+  readonly restartedKubeletArgv: () => readonly string[];
   /** Its flags as it last started, the config file's feature gates merged in. */
   readonly kubeletFlags: ReadonlyMap<string, string>;
   readonly up: boolean;
@@ -193,15 +197,32 @@ export class WorkloadPodRunner {
     return undefined;
   }
 
+  /** The pod's images that the node's status.images does not list yet: the kubelet pulls them first. */
+  #imagesToPull(host: PodHost, pod: KubeObject): string[] {
+    const node = this.#ctx.store.tryGet('nodes', undefined, host.node);
+    const status = (node?.status ?? {}) as { images?: { names: string[] }[] };
+    const held = new Set((status.images ?? []).flatMap((i) => i.names));
+    return (specOf(pod).containers ?? [])
+      .map((c) => c.image ?? '')
+      .filter((image) => image !== '' && !held.has(image));
+  }
+
+  /**
+   * From the pod's turn to its container running: a pod start, an agent pod's own (jobStart), and the
+   * agent image's pull on a node that has not pulled it yet (other images are taken as present).
+   */
+  #startDelay(host: PodHost, pod: KubeObject, agent: boolean): number {
+    const { latencies } = this.#ctx.spec;
+    if (!agent) return latencies.podStart;
+    return latencies.jobStart + (this.#imagesToPull(host, pod).length > 0 ? latencies.agentImagePull : 0);
+  }
+
   /** The images the kubelet now holds, on its Node's status.images (as it reports them, tag and digest). */
   #recordImages(host: PodHost, pod: KubeObject): void {
     const node = this.#ctx.store.tryGet('nodes', undefined, host.node);
     if (!node) return;
     const status = (node.status ?? {}) as { images?: { names: string[]; sizeBytes: number }[] };
-    const held = new Set((status.images ?? []).flatMap((i) => i.names));
-    const fresh = (specOf(pod).containers ?? [])
-      .map((c) => c.image ?? '')
-      .filter((image) => image !== '' && !held.has(image));
+    const fresh = this.#imagesToPull(host, pod);
     if (fresh.length === 0) return;
     const next = structuredClone(node);
     const images = [...(status.images ?? []), ...fresh.map((image) => ({ names: [image], sizeBytes: 0 }))];
@@ -229,7 +250,7 @@ export class WorkloadPodRunner {
     if (!pod) return;
     const agent = pod.metadata.labels?.['app.kubernetes.io/name'] === AGENT_NAME;
     const { latencies } = this.#ctx.spec;
-    this.#timers.after(agent ? latencies.jobStart : latencies.podStart, () => {
+    this.#timers.after(this.#startDelay(host, pod, agent), () => {
       const now = current();
       if (!now) return;
       if (!host.up) {
@@ -292,6 +313,10 @@ export class WorkloadPodRunner {
         hostname: async () => host.hostname,
         kubeletCommandLine: async () => host.kubeletArgv,
       });
+      // As the agent's entry point does once it restarted the kubelet (lib/agent/main.ts): the answer
+      // says what the restarted process runs, which the twin's kubelet reads from these files when it starts.
+      if (result.restartKubelet)
+        result = fitResult(withRestartedKubelet(result, host.restartedKubeletArgv()));
       message = JSON.stringify(result);
     } catch (err) {
       message = `agent failed: ${(err as Error).message}`;
