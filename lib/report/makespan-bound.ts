@@ -24,7 +24,7 @@ export type RestartLatencies = Pick<Latencies, 'staticPodRestart' | 'kubeletRest
 /** component-base's leader election: a 2 s retry period to a 15 s lease, 2/15 of it. */
 const RETRY_PERIOD_OF_LEASE = 2 / 15;
 
-/** Without `leaseDuration` (a run's own restarts, no lease known), the CCM's takeover counts one pod start. */
+/** Without `leaseDuration` (a run's own restarts, no lease known), the CCM's rollout counts one pod start. */
 export function makespanLowerBoundMs(
   shape: MakespanShape,
   latencies: RestartLatencies,
