@@ -38,7 +38,7 @@ import { DOWNGRADE_TIMEOUT, downgradeDefinition } from '../state-machines/downgr
 import { DRIFT_TIMEOUT, driftDefinition } from '../state-machines/drift.ts';
 import { DRIFT_STEP_IDS, lambdaStepTasks, STEP_IDS, type StepId } from '../state-machines/steps.ts';
 import { UPGRADE_TIMEOUT, upgradeDefinition } from '../state-machines/upgrade.ts';
-import { bundlingFor, entryOf, type FunctionId, PROJECT_ROOT, talksToCluster } from './bundling.ts';
+import { BUNDLING_PROJECT, bundlingFor, entryOf, type FunctionId, talksToCluster } from './bundling.ts';
 import { Monitoring } from './monitoring.ts';
 
 export interface MigrationOrchestratorProps {
@@ -183,8 +183,7 @@ export class MigrationOrchestrator extends Construct {
       const f = new nodejs.NodejsFunction(this, `Fn-${fid}`, {
         entry: entryOf(fid),
         handler: 'handler',
-        projectRoot: PROJECT_ROOT,
-        depsLockFilePath: `${PROJECT_ROOT}/package-lock.json`,
+        ...BUNDLING_PROJECT,
         runtime: lambda.Runtime.NODEJS_22_X,
         architecture: lambda.Architecture.ARM_64,
         // A step's waits share one deadline this long less a margin (lib/steps/time-budget.ts).
