@@ -8,13 +8,13 @@ import { RunIds } from '../steps/schemas.ts';
 import { parseInput } from '../store/run-record.ts';
 import { clusterContext } from './cluster-context.ts';
 import { invocationDeadline, lambdaHandler } from './handler.ts';
-import { jsonLogger } from './logger.ts';
+import { lambdaLogger } from './logger.ts';
 import type { AwsDeps } from './store-context.ts';
 
 const ClusterOf = RunIds.pick({ clusterId: true });
 
 export function clusterStepHandler(id: StepId, deps: AwsDeps = {}) {
-  const logger = deps.logger ?? jsonLogger();
+  const logger = deps.logger ?? lambdaLogger;
   return lambdaHandler(
     id,
     async (event, lambda) => {

@@ -12,7 +12,6 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
-import { jsonLogger } from '../../lib/aws/logger.ts';
 import { clusterStepHandler } from '../../lib/aws/step-handlers.ts';
 import { storeStepHandler } from '../../lib/aws/store-step-handler.ts';
 import { progressPrinter } from '../../lib/cli/migration.ts';
@@ -22,6 +21,7 @@ import { FailureEventSchema } from '../../lib/steps/schemas.ts';
 import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
 import { type E2E, startE2E } from '../e2e/harness.ts';
 import { FIXTURES, fixtureSpec } from '../twin/running-twin.ts';
+import { capturedLogger } from './captured-logger.ts';
 import { LAMBDA_CONTEXT } from './lambda-context.ts';
 
 /** Everything that left a step or the engine, as JSON text or lines. */
@@ -146,7 +146,7 @@ it("keeps it out of the Lambda handlers' log lines and errors, whatever the secr
   const deps = {
     store: () => e2e.store,
     registry: () => ({ get: async () => undefined }),
-    logger: jsonLogger((line) => logs.push(line)),
+    logger: capturedLogger(logs),
   };
   const fails = async (promise: Promise<unknown>) => {
     const err = (await promise.then(

@@ -8,7 +8,6 @@ import path from 'node:path';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { jsonLogger } from '../../lib/aws/logger.ts';
 import { clusterStepHandler } from '../../lib/aws/step-handlers.ts';
 import { storeStepHandler } from '../../lib/aws/store-step-handler.ts';
 import { recordFailure } from '../../lib/steps/finalize.ts';
@@ -17,6 +16,7 @@ import { DEADLINE_MARGIN_MS } from '../../lib/steps/time-budget.ts';
 import { LocalRunStore } from '../../lib/store/local-store.ts';
 import { LocalClusterRegistry } from '../../lib/store/registry.ts';
 import { FIXTURES, fixtureSpec, startTestTwin, type TestTwin } from '../twin/running-twin.ts';
+import { capturedLogger } from './captured-logger.ts';
 import { LAMBDA_CONTEXT } from './lambda-context.ts';
 
 const secrets = mockClient(SecretsManagerClient);
@@ -29,7 +29,7 @@ const logs: string[] = [];
 const deps = () => ({
   store: () => store,
   registry: () => registry,
-  logger: jsonLogger((line) => logs.push(line)),
+  logger: capturedLogger(logs),
 });
 
 beforeAll(async () => {
@@ -46,6 +46,17 @@ afterAll(async () => {
 });
 
 const ctx = LAMBDA_CONTEXT;
+/** Powertools' own fields of a log line: level, message, time, service and the Lambda context. */
+const POWERTOOLS_FIELDS = [
+  'level',
+  'message',
+  'timestamp',
+  'service',
+  'cold_start',
+  'function_name',
+  'function_request_id',
+  'xray_trace_id',
+];
 
 it('runs preflight on the cluster of the secret named after the cluster id, and records the run', async () => {
   const handler = clusterStepHandler('preflight', deps());
@@ -109,7 +120,7 @@ it('refuses a bad event with the error name the state machine matches, and logs 
     const entry = JSON.parse(line) as Record<string, unknown>;
     expect(
       Object.keys(entry).every((k) =>
-        ['level', 'message', 'step', 'clusterId', 'runId', 'node', 'errorName', 'durationMs'].includes(k),
+        [...POWERTOOLS_FIELDS, 'step', 'clusterId', 'runId', 'node', 'errorName', 'durationMs'].includes(k),
       ),
     ).toBe(true);
     if (secretText) expect(line).not.toContain(secretText);
