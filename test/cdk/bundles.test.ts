@@ -8,7 +8,7 @@ import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { ESBUILD_BUILD_OPTIONS, entryOf, FUNCTION_IDS, talksToCluster } from '../../cdk/bundling.ts';
 
-async function bundledPackages(id: (typeof FUNCTION_IDS)[number]): Promise<Set<string>> {
+async function bundledFiles(id: (typeof FUNCTION_IDS)[number]): Promise<string[]> {
   const result = await build({
     entryPoints: [entryOf(id)],
     ...ESBUILD_BUILD_OPTIONS,
@@ -18,10 +18,12 @@ async function bundledPackages(id: (typeof FUNCTION_IDS)[number]): Promise<Set<s
     sourcemap: false,
     minify: false,
   });
-  const packages = Object.keys(result.metafile.inputs).map(
-    (file) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1] ?? '(ours)',
-  );
-  return new Set(packages);
+  return Object.keys(result.metafile.inputs);
+}
+
+async function bundledPackages(id: (typeof FUNCTION_IDS)[number]): Promise<Set<string>> {
+  const files = await bundledFiles(id);
+  return new Set(files.map((file) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1] ?? '(ours)'));
 }
 
 /** Powertools' Logger, Metrics and Tracer (lib/aws/logger.ts), and the X-Ray SDK the Tracer brings. */
@@ -48,6 +50,12 @@ describe('function bundles', () => {
     expect([...packages].filter((p) => !['(ours)', 'zod', '@middy/core', ...POWERTOOLS].includes(p))).toEqual(
       [],
     );
+  });
+
+  it('a step function carries its own step, not the others', async () => {
+    const steps = (await bundledFiles('flip-kubelet')).filter((f) => f.startsWith('lib/steps/'));
+    expect(steps).toContain('lib/steps/nodes.ts');
+    expect(steps.filter((f) => /^lib\/steps\/(index|preflight|ccm|restore|verify)\.ts$/.test(f))).toEqual([]);
   });
 
   it('a function that talks to the cluster does carry it (so the check above can fail)', async () => {

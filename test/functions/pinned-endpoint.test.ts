@@ -9,6 +9,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { clusterStepHandler } from '../../lib/aws/step-handlers.ts';
+import { STEPS } from '../../lib/steps/index.ts';
 import type { PreflightResult } from '../../lib/steps/schemas.ts';
 import { LocalRunStore } from '../../lib/store/local-store.ts';
 import { LocalClusterRegistry } from '../../lib/store/registry.ts';
@@ -32,7 +33,7 @@ afterAll(async () => {
 
 async function preflight(kubeconfig: string, runId: string): Promise<PreflightResult> {
   secrets.on(GetSecretValueCommand).resolves({ SecretString: kubeconfig });
-  const handler = clusterStepHandler('preflight', {
+  const handler = clusterStepHandler('preflight', STEPS.preflight, {
     store: () => new LocalRunStore(path.join(dir, runId)),
     registry: () => new LocalClusterRegistry(path.join(dir, runId)),
     logger: capturedLogger(logs),

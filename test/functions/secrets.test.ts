@@ -17,6 +17,7 @@ import { storeStepHandler } from '../../lib/aws/store-step-handler.ts';
 import { progressPrinter } from '../../lib/cli/migration.ts';
 import type { LocalRunOptions } from '../../lib/local/engine.ts';
 import { recordFailure } from '../../lib/steps/finalize.ts';
+import { STEPS } from '../../lib/steps/index.ts';
 import { FailureEventSchema } from '../../lib/steps/schemas.ts';
 import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
 import { type E2E, startE2E } from '../e2e/harness.ts';
@@ -158,14 +159,16 @@ it("keeps it out of the Lambda handlers' log lines and errors, whatever the secr
   };
 
   secrets.on(GetSecretValueCommand).resolves({ SecretString: kubeconfig });
-  await clusterStepHandler('preflight', deps)(
-    { clusterId: e2e.t.twin.spec.name, runId: 'up-lambda-1', options: {} },
-    LAMBDA_CONTEXT,
-  );
-  await clusterStepHandler('stage-ccm', deps)(
-    { clusterId: e2e.t.twin.spec.name, runId: 'up-lambda-1' },
-    LAMBDA_CONTEXT,
-  );
+  await clusterStepHandler(
+    'preflight',
+    STEPS.preflight,
+    deps,
+  )({ clusterId: e2e.t.twin.spec.name, runId: 'up-lambda-1', options: {} }, LAMBDA_CONTEXT);
+  await clusterStepHandler(
+    'stage-ccm',
+    STEPS['stage-ccm'],
+    deps,
+  )({ clusterId: e2e.t.twin.spec.name, runId: 'up-lambda-1' }, LAMBDA_CONTEXT);
   await storeStepHandler(
     'record-failure',
     FailureEventSchema,
@@ -178,10 +181,11 @@ it("keeps it out of the Lambda handlers' log lines and errors, whatever the secr
   // A secret that is not a kubeconfig any more, around the token: the parser's complaint must not quote it.
   secrets.on(GetSecretValueCommand).resolves({ SecretString: `${kubeconfig}\n  - : [${token}` });
   await fails(
-    clusterStepHandler('preflight', deps)(
-      { clusterId: e2e.t.twin.spec.name, runId: 'up-lambda-3', options: {} },
-      LAMBDA_CONTEXT,
-    ),
+    clusterStepHandler(
+      'preflight',
+      STEPS.preflight,
+      deps,
+    )({ clusterId: e2e.t.twin.spec.name, runId: 'up-lambda-3', options: {} }, LAMBDA_CONTEXT),
   );
 
   expect(logs.filter((l) => l.includes('"message":"done"')).length).toBeGreaterThanOrEqual(3);

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { clusterStepHandler } from '../../lib/aws/step-handlers.ts';
 import { storeStepHandler } from '../../lib/aws/store-step-handler.ts';
 import { recordFailure } from '../../lib/steps/finalize.ts';
+import { STEPS } from '../../lib/steps/index.ts';
 import { FailureEventSchema } from '../../lib/steps/schemas.ts';
 import { DEADLINE_MARGIN_MS } from '../../lib/steps/time-budget.ts';
 import { LocalRunStore } from '../../lib/store/local-store.ts';
@@ -59,7 +60,7 @@ const POWERTOOLS_FIELDS = [
 ];
 
 it('runs preflight on the cluster of the secret named after the cluster id, and records the run', async () => {
-  const handler = clusterStepHandler('preflight', deps());
+  const handler = clusterStepHandler('preflight', STEPS.preflight, deps());
   const result = (await handler({ clusterId: 'mini', runId: 'up-fn-1', options: {} }, ctx)) as {
     alreadyExternal: boolean;
     provider: string;
@@ -87,12 +88,16 @@ it('reads the secret the registry record names when the cluster is registered', 
     policy: { maxUnavailable: 1, autoRollback: true },
   });
   secrets.resetHistory();
-  await clusterStepHandler('preflight', deps())({ clusterId: 'mini2', runId: 'up-fn-3', options: {} }, ctx);
+  await clusterStepHandler(
+    'preflight',
+    STEPS.preflight,
+    deps(),
+  )({ clusterId: 'mini2', runId: 'up-fn-3', options: {} }, ctx);
   expect(secrets.commandCalls(GetSecretValueCommand).map((c) => c.args[0].input.SecretId)).toEqual([arn]);
 });
 
 it('ends a step with DeadlineReached, not killed, when Lambda leaves it no more than the margin', async () => {
-  const handler = clusterStepHandler('preflight', deps());
+  const handler = clusterStepHandler('preflight', STEPS.preflight, deps());
   const late = { getRemainingTimeInMillis: () => DEADLINE_MARGIN_MS } as never;
   // Every node Ready at the first look; the agent's Job, though, takes longer than no time at all.
   await expect(handler({ clusterId: 'late', runId: 'up-fn-4', options: {} }, late)).rejects.toMatchObject({
@@ -108,7 +113,7 @@ it('records the failure without cluster access, releasing the cluster', async ()
 });
 
 it('refuses a bad event with the error name the state machine matches, and logs ids only', async () => {
-  const handler = clusterStepHandler('flip-kubelet', deps());
+  const handler = clusterStepHandler('flip-kubelet', STEPS['flip-kubelet'], deps());
   await expect(handler({ clusterId: 'mini', runId: 'up-fn-1' }, ctx)).rejects.toMatchObject({
     name: 'InvalidInput',
   });
@@ -132,7 +137,7 @@ it('names a missing secret as InvalidInput with the secret id and nothing of its
   secrets
     .on(GetSecretValueCommand)
     .rejects(Object.assign(new Error('nope'), { name: 'ResourceNotFoundException' }));
-  const handler = clusterStepHandler('verify', deps());
+  const handler = clusterStepHandler('verify', STEPS.verify, deps());
   await expect(handler({ clusterId: 'gone', runId: 'up-fn-2' }, ctx)).rejects.toMatchObject({
     name: 'InvalidInput',
     message: expect.stringContaining('ccm-migrate/clusters/gone'),
