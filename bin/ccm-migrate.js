@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The CLI is TypeScript run by Node 22's type stripping: no build step between the source and what runs.
+// In the clone, TypeScript run by Node 22's type stripping; the package runs the build of this file (dist/bin/).
 import { main } from '../lib/cli/main.ts';
 
 process.exitCode = await main(process.argv.slice(2));

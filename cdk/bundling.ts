@@ -2,14 +2,27 @@
  * How every function is bundled: one description that the stack gives NodejsFunction and the bundle
  * benchmark gives esbuild directly, so the benchmark measures what is deployed.
  */
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { aws_lambda_nodejs as nodejs } from 'aws-cdk-lib';
 import type { BuildOptions } from 'esbuild';
-import { ESM_REQUIRE_BANNER, PREBUILT_AGENT_FILE } from '../lib/agent/bundle.ts';
+import { ESM_REQUIRE_BANNER } from '../lib/agent/bundle.ts';
+import { moduleUrl, packageRoot } from '../lib/package-root.ts';
 import { DRIFT_STEP_IDS, STEP_IDS, type StepId } from '../state-machines/steps.ts';
 
-export const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** The clone, or the installed package (whose code is under dist/). */
+export const PROJECT_ROOT = packageRoot();
+
+const LOCK_FILE = path.join(PROJECT_ROOT, 'package-lock.json');
+
+/**
+ * Where NodejsFunction bundles from: the clone, with its lock file; installed (npm leaves the lock file out
+ * of a package), the app that depends on ccm-migrate, whose lock file NodejsFunction finds from the
+ * working directory and whose node_modules hold our dependencies.
+ */
+export const BUNDLING_PROJECT: Pick<nodejs.NodejsFunctionProps, 'projectRoot' | 'depsLockFilePath'> =
+  existsSync(LOCK_FILE) ? { projectRoot: PROJECT_ROOT, depsLockFilePath: LOCK_FILE } : {};
 
 /** Functions besides the steps: the MigrationRequested starter and the run-ended handler. */
 export const EVENT_FUNCTIONS = ['starter', 'run-ended'] as const;
@@ -25,8 +38,9 @@ export function talksToCluster(id: FunctionId): boolean {
   return (STEP_IDS as readonly string[]).includes(id) && !STORE_ONLY_STEPS.includes(id as StepId);
 }
 
+/** A function's handler module: TypeScript in the clone, the built JavaScript in the installed package. */
 export function entryOf(id: FunctionId): string {
-  return path.join(PROJECT_ROOT, 'functions', `${id}.ts`);
+  return fileURLToPath(moduleUrl(import.meta.url, `../functions/${id}`));
 }
 
 /**
@@ -80,8 +94,8 @@ export function bundlingFor(id: FunctionId): nodejs.BundlingOptions {
             beforeBundling: () => [],
             beforeInstall: () => [],
             // The node that runs the synth builds the agent: no esbuild CLI on PATH needed.
-            afterBundling: (inputDir: string, outputDir: string) => [
-              `"${process.execPath}" "${path.join(inputDir, 'cdk/build-agent.ts')}" "${path.join(outputDir, PREBUILT_AGENT_FILE)}"`,
+            afterBundling: (_inputDir: string, outputDir: string) => [
+              `"${process.execPath}" "${fileURLToPath(moduleUrl(import.meta.url, './function-files'))}" "${outputDir}"`,
             ],
           },
         }

@@ -102,6 +102,7 @@ export class Monitoring extends Construct {
     });
 
     // A step that answers NotReadyYet is waiting by design (the state machine retries it): not an error.
+    // ERROR as Powertools' Logger names the level (lib/aws/logger.ts).
     for (const f of props.functions) {
       new logs.MetricFilter(this, `StepErrors-${f.node.id}`, {
         logGroup: f.logGroup,
@@ -109,7 +110,7 @@ export class Monitoring extends Construct {
         metricName: METRICS.stepErrors,
         metricValue: '1',
         filterPattern: logs.FilterPattern.all(
-          logs.FilterPattern.stringValue('$.level', '=', 'error'),
+          logs.FilterPattern.stringValue('$.level', '=', 'ERROR'),
           logs.FilterPattern.stringValue('$.errorName', '!=', ERROR_NAMES.notReadyYet),
         ),
       });

@@ -1,3 +1,6 @@
 import { clusterStepHandler } from '../lib/aws/step-handlers.ts';
+import { step } from '../lib/steps/definition.ts';
+import { flipKubelet } from '../lib/steps/nodes.ts';
+import { NodeEventSchema } from '../lib/steps/schemas.ts';
 
-export const handler = clusterStepHandler('flip-kubelet');
+export const handler = clusterStepHandler('flip-kubelet', step(NodeEventSchema, flipKubelet));

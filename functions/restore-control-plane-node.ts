@@ -1,3 +1,9 @@
 import { clusterStepHandler } from '../lib/aws/step-handlers.ts';
+import { step } from '../lib/steps/definition.ts';
+import { restoreControlPlaneNode } from '../lib/steps/restore.ts';
+import { RestoreNodeEventSchema } from '../lib/steps/schemas.ts';
 
-export const handler = clusterStepHandler('restore-control-plane-node');
+export const handler = clusterStepHandler(
+  'restore-control-plane-node',
+  step(RestoreNodeEventSchema, restoreControlPlaneNode),
+);

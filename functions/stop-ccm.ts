@@ -1,3 +1,6 @@
 import { clusterStepHandler } from '../lib/aws/step-handlers.ts';
+import { step } from '../lib/steps/definition.ts';
+import { stopCcm } from '../lib/steps/restore.ts';
+import { RestoreEventSchema } from '../lib/steps/schemas.ts';
 
-export const handler = clusterStepHandler('stop-ccm');
+export const handler = clusterStepHandler('stop-ccm', step(RestoreEventSchema, stopCcm));

@@ -7,6 +7,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { moduleUrl } from '../package-root.ts';
 
 /** The prebuilt bundle's file name, next to the module that imports this one once bundled. */
 export const PREBUILT_AGENT_FILE = 'agent.mjs';
@@ -24,7 +25,7 @@ let bundle: Promise<string> | undefined;
 export async function buildAgentBundle(): Promise<string> {
   const { build } = await import('esbuild');
   const result = await build({
-    entryPoints: [fileURLToPath(new URL('./main.ts', import.meta.url))],
+    entryPoints: [fileURLToPath(moduleUrl(import.meta.url, './main'))],
     bundle: true,
     platform: 'node',
     format: 'esm',

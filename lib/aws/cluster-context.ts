@@ -11,7 +11,7 @@ import type { ExamineContext } from '../steps/preflight.ts';
 import { STEP_WAIT_MS } from '../steps/time-budget.ts';
 import { clusterClients, secretsClient } from './cluster-access.ts';
 import { DEFAULT_KUBECONFIG_SECRET_PREFIX, ENV } from './env.ts';
-import { jsonLogger } from './logger.ts';
+import { lambdaLogger } from './logger.ts';
 import { registryFromEnv } from './store.ts';
 import { type AwsDeps, depsStore, progressTo } from './store-context.ts';
 
@@ -29,7 +29,7 @@ export async function examineContext(
   secretArn?: string,
 ): Promise<ExamineContext> {
   const env = deps.env ?? process.env;
-  const logger = deps.logger ?? jsonLogger();
+  const logger = deps.logger ?? lambdaLogger;
   const clients = await clusterClients(clusterId, {
     secrets: secretsClient(),
     prefix: env[ENV.kubeconfigSecretPrefix] || DEFAULT_KUBECONFIG_SECRET_PREFIX,

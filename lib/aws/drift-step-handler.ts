@@ -8,11 +8,11 @@ import type { DriftStepContext } from '../drift/steps.ts';
 import { driftContext } from './drift-context.ts';
 import type { DriftDeps } from './fleet-context.ts';
 import { invocationDeadline, parsedStepHandler } from './handler.ts';
-import { jsonLogger } from './logger.ts';
+import { lambdaLogger } from './logger.ts';
 import { METRICS } from './metrics.ts';
 
 export function checkDriftHandler(deps: DriftDeps = {}) {
-  const logger = deps.logger ?? jsonLogger();
+  const logger = deps.logger ?? lambdaLogger;
   return parsedStepHandler(
     'check-drift',
     CheckDriftEventSchema,

@@ -9,7 +9,7 @@ import type { DriftStepContext } from '../drift/steps.ts';
 import { InvalidInputError } from '../errors.ts';
 import { type DriftDeps, fleetContext } from './fleet-context.ts';
 import { parsedStepHandler } from './handler.ts';
-import { jsonLogger, type Logger } from './logger.ts';
+import { type Logger, lambdaLogger } from './logger.ts';
 
 export function fleetStepHandler<S extends z.ZodType>(
   id: Exclude<DriftStepId, 'check-drift'>,
@@ -21,5 +21,5 @@ export function fleetStepHandler<S extends z.ZodType>(
     ...fleetContext({ ...deps, logger }),
     clusterContext: () => Promise.reject(new InvalidInputError(`step ${id} reaches no cluster`)),
   });
-  return parsedStepHandler(id, schema, run, context, deps.logger ?? jsonLogger());
+  return parsedStepHandler(id, schema, run, context, deps.logger ?? lambdaLogger);
 }

@@ -1,15 +1,20 @@
 /**
- * The one shell every Lambda function of ccm-migrate has: middy around a plain async function, a log line
- * per invocation with ids only, and errors passed on as they are. Step Functions' Retry and Catch match
- * the error's `name` (lib/errors.ts sets it explicitly, so minification keeps it); the Node runtime reports
+ * The one shell every Lambda function of ccm-migrate has: middy around a plain async function, with
+ * Powertools' middlewares (lib/aws/logger.ts: the tracer's segment for the invocation, the Lambda context
+ * and cold start on every log line), a log line per invocation with ids only, and errors passed on as they
+ * are. The tracer records no response (a trace carries timings, never a payload); an error's name and
+ * message go on its segment as they go to Step Functions' Cause (ours, kept clean). Step Functions' Retry and
+ * Catch match the error's `name` (lib/errors.ts sets it explicitly, so minification keeps it); the Node runtime reports
  * `name` as the error type, so nothing here may wrap or replace an error.
  */
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import type * as z from 'zod';
 import { Deadline } from '../kube/deadline.ts';
 import { DEADLINE_MARGIN_MS } from '../steps/time-budget.ts';
 import { parseInput } from '../store/run-record.ts';
-import { idsOf, jsonLogger, type Logger } from './logger.ts';
+import { idsOf, type Logger, lambdaLogger, powertools } from './logger.ts';
 
 /** What ccm-migrate reads of the Lambda context: the time left before Lambda ends the invocation. */
 export interface LambdaContext {
@@ -18,21 +23,24 @@ export interface LambdaContext {
 
 type Work = (event: unknown, lambda: LambdaContext) => Promise<unknown>;
 
-export function lambdaHandler(step: string, work: Work, logger: Logger = jsonLogger()) {
-  return middy().handler(async (event: unknown, lambda: LambdaContext) => {
-    const started = Date.now();
-    const ids = { step, ...idsOf(event) };
-    try {
-      const result = await work(event, lambda);
-      logger.info('done', { ...ids, durationMs: Date.now() - started });
-      return result;
-    } catch (err) {
-      const errorName = (err as { name?: string }).name ?? 'Error';
-      // The message is not logged: Step Functions records it as the Cause, and it is ours to keep clean.
-      logger.error('failed', { ...ids, errorName, durationMs: Date.now() - started });
-      throw err;
-    }
-  });
+export function lambdaHandler(step: string, work: Work, logger: Logger = lambdaLogger) {
+  return middy()
+    .use(captureLambdaHandler(powertools.tracer, { captureResponse: false }))
+    .use(injectLambdaContext(powertools.logger))
+    .handler(async (event: unknown, lambda: LambdaContext) => {
+      const started = Date.now();
+      const ids = { step, ...idsOf(event) };
+      try {
+        const result = await work(event, lambda);
+        logger.info('done', { ...ids, durationMs: Date.now() - started });
+        return result;
+      } catch (err) {
+        const errorName = (err as { name?: string }).name ?? 'Error';
+        // The message is not logged: Step Functions records it as the Cause, and it is ours to keep clean.
+        logger.error('failed', { ...ids, errorName, durationMs: Date.now() - started });
+        throw err;
+      }
+    });
 }
 
 /**

@@ -18,28 +18,3 @@ export const METRICS = {
 
 export const RUN_OUTCOMES = ['succeeded', 'failed', 'rolled-back'] as const;
 export type RunOutcome = (typeof RUN_OUTCOMES)[number];
-
-/**
- * A count of one as a CloudWatch Embedded Metric Format line: Lambda's log delivery turns it into a metric,
- * so a function needs no cloudwatch:PutMetricData grant and makes no extra call.
- */
-export function emfCount(
-  name: string,
-  dimensions: Readonly<Record<string, string>>,
-  now = Date.now(),
-): string {
-  return JSON.stringify({
-    _aws: {
-      Timestamp: now,
-      CloudWatchMetrics: [
-        {
-          Namespace: METRIC_NAMESPACE,
-          Dimensions: [Object.keys(dimensions)],
-          Metrics: [{ Name: name, Unit: 'Count' }],
-        },
-      ],
-    },
-    ...dimensions,
-    [name]: 1,
-  });
-}

@@ -7,7 +7,7 @@ import type { DriftStepContext } from '../drift/steps.ts';
 import { driftContext } from './drift-context.ts';
 import type { DriftDeps } from './fleet-context.ts';
 import { invocationDeadline, parsedStepHandler } from './handler.ts';
-import { jsonLogger } from './logger.ts';
+import { lambdaLogger } from './logger.ts';
 import { type AwsDeps, depsStore } from './store-context.ts';
 
 export function remediateDriftHandler(deps: DriftDeps & Pick<AwsDeps, 'store'> = {}) {
@@ -19,6 +19,6 @@ export function remediateDriftHandler(deps: DriftDeps & Pick<AwsDeps, 'store'> =
       ...driftContext(invocationDeadline(lambda), { ...deps, logger: log }),
       store: depsStore(deps),
     }),
-    deps.logger ?? jsonLogger(),
+    deps.logger ?? lambdaLogger,
   );
 }

@@ -10,7 +10,7 @@ import { RunIds } from '../steps/schemas.ts';
 import { parseInput, type RunKind } from '../store/run-record.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { ENV, envVar } from './env.ts';
-import { jsonLogger, type Logger } from './logger.ts';
+import { type Logger, lambdaLogger } from './logger.ts';
 import { METRICS, type RunOutcome } from './metrics.ts';
 import { eventsClient, publish } from './publish.ts';
 
@@ -35,7 +35,7 @@ export async function onRunEnded(event: unknown, deps: RunEndedDeps): Promise<{ 
   const bus = envVar(ENV.eventBusName, env);
   const ids = { clusterId, runId, kind, executionArn: detail.executionArn };
   const count = (outcome: RunOutcome) =>
-    (deps.logger ?? jsonLogger()).count(METRICS.runsEnded, { Kind: kind, Outcome: outcome });
+    (deps.logger ?? lambdaLogger).count(METRICS.runsEnded, { Kind: kind, Outcome: outcome });
 
   if (detail.status === 'SUCCEEDED') {
     await publish(events, bus, { source: 'ccm-migrate', 'detail-type': 'MigrationSucceeded', detail: ids });

@@ -8,7 +8,7 @@ import { Deadline } from '../kube/deadline.ts';
 import type { StepContext } from '../steps/context.ts';
 import type { ClusterRegistry } from '../store/registry.ts';
 import type { RunStore } from '../store/run-store.ts';
-import { jsonLogger, type Logger } from './logger.ts';
+import { type Logger, lambdaLogger } from './logger.ts';
 import { storeFromEnv } from './store.ts';
 
 /** What tests (and another deployment) may swap: where runs and clusters are kept, and where logs go. */
@@ -32,7 +32,7 @@ function noCluster(step: string): never {
   throw new InvalidInputError(`step ${step} runs without cluster access`);
 }
 
-export function storeOnlyContext(step: string, store: RunStore, logger: Logger = jsonLogger()): StepContext {
+export function storeOnlyContext(step: string, store: RunStore, logger: Logger = lambdaLogger): StepContext {
   const clients = new Proxy({} as KubeClients, { get: () => noCluster(step) });
   return {
     clients,

@@ -6,7 +6,7 @@ import type * as z from 'zod';
 import type { StepId } from '../../state-machines/steps.ts';
 import type { StepContext } from '../steps/context.ts';
 import { parsedStepHandler } from './handler.ts';
-import { jsonLogger, type Logger } from './logger.ts';
+import { type Logger, lambdaLogger } from './logger.ts';
 import { type AwsDeps, depsStore, storeOnlyContext } from './store-context.ts';
 
 export function storeStepHandler<S extends z.ZodType>(
@@ -16,5 +16,5 @@ export function storeStepHandler<S extends z.ZodType>(
   deps: AwsDeps = {},
 ) {
   const context = (logger: Logger) => storeOnlyContext(id, depsStore(deps), logger);
-  return parsedStepHandler(id, schema, run, context, deps.logger ?? jsonLogger());
+  return parsedStepHandler(id, schema, run, context, deps.logger ?? lambdaLogger);
 }

@@ -5,7 +5,6 @@
 import { constants } from 'node:fs';
 import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { eventsClient } from '../aws/publish.ts';
@@ -14,6 +13,7 @@ import type { DesiredMode } from '../drift/findings.ts';
 import { CcmMigrateError } from '../errors.ts';
 import { clientsFromKubeconfigFile } from '../kube/clients.ts';
 import type { MigrationKind } from '../local/migration.ts';
+import { packageFile, packageVersion } from '../package-root.ts';
 import { PROVIDERS, type ProviderId } from '../providers/catalog.ts';
 import { CCM_WORKLOADS, type CcmWorkload } from '../providers/ccm-workload.ts';
 import { checkImageOverrides, type ImageOverrides } from '../providers/image-overrides.ts';
@@ -36,7 +36,7 @@ import { serveTwin } from './twin-serve.ts';
 import { twinSnapshotCommand } from './twin-snapshot.ts';
 
 /** The example twin `npm start` runs: AWS, three control-plane nodes and five workers. */
-export const DEFAULT_TWIN_SPEC = fileURLToPath(new URL('../../assets/twins/aws-ha.yaml', import.meta.url));
+export const DEFAULT_TWIN_SPEC = packageFile('assets/twins/aws-ha.yaml');
 
 function port(value: string): number {
   const n = Number(value);
@@ -203,6 +203,7 @@ export function buildProgram(): Command {
     .description(
       'Move Kubernetes clusters from in-tree cloud providers to external cloud-controller-managers, and back.',
     )
+    .version(packageVersion())
     .showHelpAfterError()
     .exitOverride();
 

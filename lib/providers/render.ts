@@ -12,6 +12,7 @@ import * as z from 'zod';
 import { parseFlags, setFlags } from '../controlplane/flags.ts';
 import { InvalidInputError, UnsupportedProviderError } from '../errors.ts';
 import { labelSelectorOf } from '../kube/well-known.ts';
+import { packageFile } from '../package-root.ts';
 import { parseInput } from '../store/run-record.ts';
 import { ccmImageFor, PROVIDERS, type ProviderFacts, providerFacts } from './catalog.ts';
 import { CCM_WORKLOADS } from './ccm-workload.ts';
@@ -109,19 +110,17 @@ export const RenderInputSchema = z.object({
 });
 export type RenderInput = z.input<typeof RenderInputSchema>;
 
-const ASSETS = new URL('../../assets/providers/', import.meta.url);
 const manifests = new Map<string, readonly KubeObject[]>();
 
 /** A provider's asset manifest, parsed once; a broken asset is a bug of ccm-migrate, not bad input. */
 function manifest(facts: ProviderFacts): readonly KubeObject[] {
   let objects = manifests.get(facts.manifest);
   if (!objects) {
-    const file = new URL(facts.manifest, ASSETS);
+    const file = packageFile(`assets/providers/${facts.manifest}`);
     objects = parseAllDocuments(readFileSync(file, 'utf8')).map((doc, i) => {
-      if (doc.errors.length > 0)
-        throw new Error(`${file.pathname} document ${i + 1}: ${doc.errors[0]?.message}`);
+      if (doc.errors.length > 0) throw new Error(`${file} document ${i + 1}: ${doc.errors[0]?.message}`);
       const parsed = KubeObjectSchema.safeParse(doc.toJS());
-      if (!parsed.success) throw new Error(`${file.pathname} document ${i + 1}: ${parsed.error.message}`);
+      if (!parsed.success) throw new Error(`${file} document ${i + 1}: ${parsed.error.message}`);
       return parsed.data;
     });
     manifests.set(facts.manifest, objects);

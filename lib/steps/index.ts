@@ -1,7 +1,6 @@
 /**
- * Every step by its id, with the schema its event is parsed with: what a Lambda handler wraps and what the
- * local engine calls. An event that does not parse is InvalidInput (the state machine's Catch ends the run),
- * never a TypeError from deep inside a step.
+ * Every step by its id, with the schema its event is parsed with (lib/steps/definition.ts): what the local
+ * engine calls. A Lambda function takes its own step's definition only.
  */
 import type * as z from 'zod';
 import type { DriftStepId, StepId } from '../../state-machines/steps.ts';
@@ -16,9 +15,9 @@ import {
   SummarizeDriftEventSchema,
   summarizeDrift,
 } from '../drift/steps.ts';
-import { InvalidInputError } from '../errors.ts';
 import { activateCcm, stageCcm } from './ccm.ts';
 import type { StepContext } from './context.ts';
+import { runDefinition, type StepDefinition, step } from './definition.ts';
 import { downgradePreflight } from './downgrade-preflight.ts';
 import { finalize, recordFailure, recordRollback } from './finalize.ts';
 import { flipKubelet, moveControlPlaneNode } from './nodes.ts';
@@ -39,18 +38,6 @@ import { verifyNode } from './verify-node.ts';
 
 /** What each step runs with: one cluster's context for a migration step, the fleet's for a drift step. */
 export type ContextOf<K extends StepId> = K extends DriftStepId ? DriftStepContext : StepContext;
-
-interface StepDefinition<S extends z.ZodType, C> {
-  readonly schema: S;
-  readonly run: (event: z.infer<S>, ctx: C) => Promise<unknown>;
-}
-
-function step<S extends z.ZodType, C = StepContext>(
-  schema: S,
-  run: (event: z.infer<S>, ctx: C) => Promise<unknown>,
-): StepDefinition<S, C> {
-  return { schema, run };
-}
 
 export const STEPS: { readonly [K in StepId]: StepDefinition<z.ZodType, ContextOf<K>> } = {
   preflight: step(PreflightEventSchema, preflight),
@@ -78,13 +65,5 @@ export const STEPS: { readonly [K in StepId]: StepDefinition<z.ZodType, ContextO
 
 /** Parse the event with the step's schema and run it. */
 export async function runStep<K extends StepId>(id: K, event: unknown, ctx: ContextOf<K>): Promise<unknown> {
-  const definition = STEPS[id] as StepDefinition<z.ZodType, ContextOf<K>>;
-  const parsed = definition.schema.safeParse(event);
-  if (!parsed.success) {
-    const issues = parsed.error.issues
-      .map((i) => `${i.path.join('.') || '(event)'}: ${i.message}`)
-      .join('; ');
-    throw new InvalidInputError(`step ${id}: ${issues}`);
-  }
-  return definition.run(parsed.data, ctx);
+  return runDefinition(id, STEPS[id] as StepDefinition<z.ZodType, ContextOf<K>>, event, ctx);
 }

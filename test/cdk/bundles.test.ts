@@ -1,14 +1,14 @@
 /**
  * What each function's bundle holds, built as the stack builds it (cdk/bundling.ts): a function that never
  * talks to a cluster must not carry the Kubernetes client (≈ 2 MB with undici) into its cold start, nor
- * anything else but its schemas and handler wrapper (the YAML parser once came in through an import of a
- * constant from the CCM renderer: +112 KB in every such function).
+ * anything else but its schemas and handler wrapper, middy and Powertools (the YAML parser once came in
+ * through an import of a constant from the CCM renderer: +112 KB in every such function).
  */
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { ESBUILD_BUILD_OPTIONS, entryOf, FUNCTION_IDS, talksToCluster } from '../../cdk/bundling.ts';
 
-async function bundledPackages(id: (typeof FUNCTION_IDS)[number]): Promise<Set<string>> {
+async function bundledFiles(id: (typeof FUNCTION_IDS)[number]): Promise<string[]> {
   const result = await build({
     entryPoints: [entryOf(id)],
     ...ESBUILD_BUILD_OPTIONS,
@@ -18,18 +18,44 @@ async function bundledPackages(id: (typeof FUNCTION_IDS)[number]): Promise<Set<s
     sourcemap: false,
     minify: false,
   });
-  const packages = Object.keys(result.metafile.inputs).map(
-    (file) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1] ?? '(ours)',
-  );
-  return new Set(packages);
+  return Object.keys(result.metafile.inputs);
 }
+
+async function bundledPackages(id: (typeof FUNCTION_IDS)[number]): Promise<Set<string>> {
+  const files = await bundledFiles(id);
+  return new Set(files.map((file) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1] ?? '(ours)'));
+}
+
+/** Powertools' Logger, Metrics and Tracer (lib/aws/logger.ts), and the X-Ray SDK the Tracer brings. */
+const POWERTOOLS = [
+  '@aws-lambda-powertools/commons',
+  '@aws-lambda-powertools/logger',
+  '@aws-lambda-powertools/metrics',
+  '@aws-lambda-powertools/tracer',
+  '@aws/lambda-invoke-store',
+  'aws-xray-sdk-core',
+  'atomic-batcher',
+  'cls-hooked',
+  'emitter-listener',
+  'semver',
+  'shimmer',
+  '@smithy/service-error-classification',
+];
 
 describe('function bundles', () => {
   const storeOnly = FUNCTION_IDS.filter((id) => !talksToCluster(id));
 
-  it.each(storeOnly)('%s carries only zod, middy and our code', async (id) => {
+  it.each(storeOnly)('%s carries only zod, middy, Powertools and our code', async (id) => {
     const packages = await bundledPackages(id);
-    expect([...packages].filter((p) => !['(ours)', 'zod', '@middy/core'].includes(p))).toEqual([]);
+    expect([...packages].filter((p) => !['(ours)', 'zod', '@middy/core', ...POWERTOOLS].includes(p))).toEqual(
+      [],
+    );
+  });
+
+  it('a step function carries its own step, not the others', async () => {
+    const steps = (await bundledFiles('flip-kubelet')).filter((f) => f.startsWith('lib/steps/'));
+    expect(steps).toContain('lib/steps/nodes.ts');
+    expect(steps.filter((f) => /^lib\/steps\/(index|preflight|ccm|restore|verify)\.ts$/.test(f))).toEqual([]);
   });
 
   it('a function that talks to the cluster does carry it (so the check above can fail)', async () => {

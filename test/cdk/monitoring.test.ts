@@ -6,8 +6,8 @@
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, expect, it } from 'vitest';
 import { FUNCTION_IDS } from '../../cdk/bundling.ts';
-import { jsonLogger } from '../../lib/aws/logger.ts';
-import { emfCount, METRICS } from '../../lib/aws/metrics.ts';
+import { METRICS } from '../../lib/aws/metrics.ts';
+import { capturedLogger } from '../functions/captured-logger.ts';
 import { testStack } from './stack.ts';
 
 let template: Template;
@@ -60,7 +60,10 @@ it('alarms on executions that failed, timed out or were aborted, per state machi
 
 it('alarms on rolled-back upgrades with the metric the run-ended function writes', () => {
   // What run-ended logs (Embedded Metric Format) is what the alarm reads: namespace, name, dimensions.
-  const line = JSON.parse(emfCount(METRICS.runsEnded, { Kind: 'upgrade', Outcome: 'rolled-back' })) as {
+  const lines: string[] = [];
+  capturedLogger(lines).count(METRICS.runsEnded, { Kind: 'upgrade', Outcome: 'rolled-back' });
+  expect(lines).toHaveLength(1);
+  const line = JSON.parse(lines[0] ?? '{}') as {
     _aws: { CloudWatchMetrics: [{ Namespace: string; Dimensions: string[][]; Metrics: [{ Name: string }] }] };
   };
   const [directive] = line._aws.CloudWatchMetrics;
@@ -82,9 +85,7 @@ it('alarms on rolled-back upgrades with the metric the run-ended function writes
       }),
     ],
   });
-  const lines: string[] = [];
-  jsonLogger((l) => lines.push(l)).count(METRICS.runsEnded, { Kind: 'upgrade', Outcome: 'rolled-back' });
-  expect(JSON.parse(lines[0] ?? '{}')).toMatchObject({
+  expect(line).toMatchObject({
     Kind: 'upgrade',
     Outcome: 'rolled-back',
     RunsEnded: 1,
@@ -101,14 +102,14 @@ it('counts step errors other than waits from every function’s log, and alarms 
   }
   for (const f of Object.values(filters)) {
     expect(f.Properties).toMatchObject({
-      FilterPattern: '{ ($.level = "error") && ($.errorName != "NotReadyYet") }',
+      FilterPattern: '{ ($.level = "ERROR") && ($.errorName != "NotReadyYet") }',
       MetricTransformations: [{ MetricNamespace: 'ccm-migrate', MetricName: 'StepErrors', MetricValue: '1' }],
     });
   }
   // The fields the pattern reads are the ones the handler's failure line has.
   const lines: string[] = [];
-  jsonLogger((l) => lines.push(l)).error('failed', { step: 'verify', errorName: 'AgentFailed' });
-  expect(JSON.parse(lines[0] ?? '{}')).toMatchObject({ level: 'error', errorName: 'AgentFailed' });
+  capturedLogger(lines).error('failed', { step: 'verify', errorName: 'AgentFailed' });
+  expect(JSON.parse(lines[0] ?? '{}')).toMatchObject({ level: 'ERROR', errorName: 'AgentFailed' });
   template.hasResourceProperties('AWS::CloudWatch::Alarm', {
     ...notifying(),
     Metrics: [
@@ -173,7 +174,9 @@ it('alarms on every drifted cluster a check finds, from the dimensionless metric
   });
   expect(props?.Metrics[0].MetricStat.Metric.Dimensions).toBeUndefined();
   // The line the handler writes is that metric, without dimensions (lib/aws/drift-step-handler.ts).
-  const line = JSON.parse(emfCount(METRICS.clustersDrifted, {}, 0));
+  const lines: string[] = [];
+  capturedLogger(lines).count(METRICS.clustersDrifted, {});
+  const line = JSON.parse(lines[0] ?? '{}');
   expect(line._aws.CloudWatchMetrics[0]).toMatchObject({
     Namespace: 'ccm-migrate',
     Dimensions: [[]],

@@ -12,7 +12,6 @@ import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { checkDriftHandler } from '../../lib/aws/drift-step-handler.ts';
 import type { DriftDeps } from '../../lib/aws/fleet-context.ts';
 import { fleetStepHandler } from '../../lib/aws/fleet-step-handler.ts';
-import { jsonLogger } from '../../lib/aws/logger.ts';
 import { remediateDriftHandler } from '../../lib/aws/remediate-step-handler.ts';
 import { remediationRequestId } from '../../lib/drift/events.ts';
 import {
@@ -26,6 +25,7 @@ import { DynamoRunStore } from '../../lib/store/dynamo-store.ts';
 import { type ClusterRecordInput, DynamoClusterRegistry } from '../../lib/store/registry.ts';
 import { type Dynalite, startDynalite } from '../store/dynalite.ts';
 import { FIXTURES, fixtureSpec, startTestTwin, type TestTwin } from '../twin/running-twin.ts';
+import { capturedLogger } from './captured-logger.ts';
 import { LAMBDA_CONTEXT } from './lambda-context.ts';
 
 const secrets = mockClient(SecretsManagerClient);
@@ -52,7 +52,7 @@ const deps = (): DriftDeps => ({
   registry: () => registry,
   events: new EventBridgeClient({ region: 'eu-west-1' }),
   env: { EVENT_BUS_NAME: BUS },
-  logger: jsonLogger((line) => logs.push(line)),
+  logger: capturedLogger(logs),
 });
 const HANDLERS = {
   'check-drift': () => checkDriftHandler(deps()),

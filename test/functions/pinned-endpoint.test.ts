@@ -8,12 +8,13 @@ import path from 'node:path';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { jsonLogger } from '../../lib/aws/logger.ts';
 import { clusterStepHandler } from '../../lib/aws/step-handlers.ts';
+import { STEPS } from '../../lib/steps/index.ts';
 import type { PreflightResult } from '../../lib/steps/schemas.ts';
 import { LocalRunStore } from '../../lib/store/local-store.ts';
 import { LocalClusterRegistry } from '../../lib/store/registry.ts';
 import { FIXTURES, fixtureSpec, startTestTwin, type TestTwin } from '../twin/running-twin.ts';
+import { capturedLogger } from './captured-logger.ts';
 import { LAMBDA_CONTEXT } from './lambda-context.ts';
 
 const secrets = mockClient(SecretsManagerClient);
@@ -32,10 +33,10 @@ afterAll(async () => {
 
 async function preflight(kubeconfig: string, runId: string): Promise<PreflightResult> {
   secrets.on(GetSecretValueCommand).resolves({ SecretString: kubeconfig });
-  const handler = clusterStepHandler('preflight', {
+  const handler = clusterStepHandler('preflight', STEPS.preflight, {
     store: () => new LocalRunStore(path.join(dir, runId)),
     registry: () => new LocalClusterRegistry(path.join(dir, runId)),
-    logger: jsonLogger((line) => logs.push(line)),
+    logger: capturedLogger(logs),
   });
   return (await handler({ clusterId: 'ha', runId, options: {} }, LAMBDA_CONTEXT)) as PreflightResult;
 }

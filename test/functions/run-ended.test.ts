@@ -7,11 +7,11 @@ import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { lambdaHandler } from '../../lib/aws/handler.ts';
-import { jsonLogger } from '../../lib/aws/logger.ts';
 import { onRunEnded } from '../../lib/aws/run-ended.ts';
 import { OUTGOING_EVENTS } from '../../lib/events.ts';
 import { DynamoRunStore } from '../../lib/store/dynamo-store.ts';
 import { type Dynalite, startDynalite } from '../store/dynalite.ts';
+import { capturedLogger } from './captured-logger.ts';
 
 const UPGRADE = 'arn:aws:states:eu-west-1:111111111111:stateMachine:Upgrade';
 const DOWNGRADE = 'arn:aws:states:eu-west-1:111111111111:stateMachine:Downgrade';
@@ -40,7 +40,7 @@ beforeEach(async () => {
   logs.length = 0;
 });
 
-const logger = jsonLogger((line) => logs.push(line));
+const logger = capturedLogger(logs);
 const handler = lambdaHandler(
   'run-ended',
   (event) => onRunEnded(event, { store, events, env, logger }),
@@ -216,7 +216,7 @@ it('throws when EventBridge refuses the event (so Lambda retries), after releasi
   await expect(handler(ended('ABORTED'), {} as never)).rejects.toThrow(/InternalFailure/);
   expect(await store.current('c1')).toBeUndefined();
   expect(logs.map((l) => JSON.parse(l))).toEqual([
-    expect.objectContaining({ level: 'error', step: 'run-ended', errorName: 'Error' }),
+    expect.objectContaining({ level: 'ERROR', step: 'run-ended', errorName: 'Error' }),
   ]);
 });
 

@@ -12,16 +12,17 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
-import { jsonLogger } from '../../lib/aws/logger.ts';
 import { clusterStepHandler } from '../../lib/aws/step-handlers.ts';
 import { storeStepHandler } from '../../lib/aws/store-step-handler.ts';
 import { progressPrinter } from '../../lib/cli/migration.ts';
 import type { LocalRunOptions } from '../../lib/local/engine.ts';
 import { recordFailure } from '../../lib/steps/finalize.ts';
+import { STEPS } from '../../lib/steps/index.ts';
 import { FailureEventSchema } from '../../lib/steps/schemas.ts';
 import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
 import { type E2E, startE2E } from '../e2e/harness.ts';
 import { FIXTURES, fixtureSpec } from '../twin/running-twin.ts';
+import { capturedLogger } from './captured-logger.ts';
 import { LAMBDA_CONTEXT } from './lambda-context.ts';
 
 /** Everything that left a step or the engine, as JSON text or lines. */
@@ -146,7 +147,7 @@ it("keeps it out of the Lambda handlers' log lines and errors, whatever the secr
   const deps = {
     store: () => e2e.store,
     registry: () => ({ get: async () => undefined }),
-    logger: jsonLogger((line) => logs.push(line)),
+    logger: capturedLogger(logs),
   };
   const fails = async (promise: Promise<unknown>) => {
     const err = (await promise.then(
@@ -158,14 +159,16 @@ it("keeps it out of the Lambda handlers' log lines and errors, whatever the secr
   };
 
   secrets.on(GetSecretValueCommand).resolves({ SecretString: kubeconfig });
-  await clusterStepHandler('preflight', deps)(
-    { clusterId: e2e.t.twin.spec.name, runId: 'up-lambda-1', options: {} },
-    LAMBDA_CONTEXT,
-  );
-  await clusterStepHandler('stage-ccm', deps)(
-    { clusterId: e2e.t.twin.spec.name, runId: 'up-lambda-1' },
-    LAMBDA_CONTEXT,
-  );
+  await clusterStepHandler(
+    'preflight',
+    STEPS.preflight,
+    deps,
+  )({ clusterId: e2e.t.twin.spec.name, runId: 'up-lambda-1', options: {} }, LAMBDA_CONTEXT);
+  await clusterStepHandler(
+    'stage-ccm',
+    STEPS['stage-ccm'],
+    deps,
+  )({ clusterId: e2e.t.twin.spec.name, runId: 'up-lambda-1' }, LAMBDA_CONTEXT);
   await storeStepHandler(
     'record-failure',
     FailureEventSchema,
@@ -178,10 +181,11 @@ it("keeps it out of the Lambda handlers' log lines and errors, whatever the secr
   // A secret that is not a kubeconfig any more, around the token: the parser's complaint must not quote it.
   secrets.on(GetSecretValueCommand).resolves({ SecretString: `${kubeconfig}\n  - : [${token}` });
   await fails(
-    clusterStepHandler('preflight', deps)(
-      { clusterId: e2e.t.twin.spec.name, runId: 'up-lambda-3', options: {} },
-      LAMBDA_CONTEXT,
-    ),
+    clusterStepHandler(
+      'preflight',
+      STEPS.preflight,
+      deps,
+    )({ clusterId: e2e.t.twin.spec.name, runId: 'up-lambda-3', options: {} }, LAMBDA_CONTEXT),
   );
 
   expect(logs.filter((l) => l.includes('"message":"done"')).length).toBeGreaterThanOrEqual(3);

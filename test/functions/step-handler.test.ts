@@ -8,15 +8,16 @@ import path from 'node:path';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { jsonLogger } from '../../lib/aws/logger.ts';
 import { clusterStepHandler } from '../../lib/aws/step-handlers.ts';
 import { storeStepHandler } from '../../lib/aws/store-step-handler.ts';
 import { recordFailure } from '../../lib/steps/finalize.ts';
+import { STEPS } from '../../lib/steps/index.ts';
 import { FailureEventSchema } from '../../lib/steps/schemas.ts';
 import { DEADLINE_MARGIN_MS } from '../../lib/steps/time-budget.ts';
 import { LocalRunStore } from '../../lib/store/local-store.ts';
 import { LocalClusterRegistry } from '../../lib/store/registry.ts';
 import { FIXTURES, fixtureSpec, startTestTwin, type TestTwin } from '../twin/running-twin.ts';
+import { capturedLogger } from './captured-logger.ts';
 import { LAMBDA_CONTEXT } from './lambda-context.ts';
 
 const secrets = mockClient(SecretsManagerClient);
@@ -29,7 +30,7 @@ const logs: string[] = [];
 const deps = () => ({
   store: () => store,
   registry: () => registry,
-  logger: jsonLogger((line) => logs.push(line)),
+  logger: capturedLogger(logs),
 });
 
 beforeAll(async () => {
@@ -46,9 +47,20 @@ afterAll(async () => {
 });
 
 const ctx = LAMBDA_CONTEXT;
+/** Powertools' own fields of a log line: level, message, time, service and the Lambda context. */
+const POWERTOOLS_FIELDS = [
+  'level',
+  'message',
+  'timestamp',
+  'service',
+  'cold_start',
+  'function_name',
+  'function_request_id',
+  'xray_trace_id',
+];
 
 it('runs preflight on the cluster of the secret named after the cluster id, and records the run', async () => {
-  const handler = clusterStepHandler('preflight', deps());
+  const handler = clusterStepHandler('preflight', STEPS.preflight, deps());
   const result = (await handler({ clusterId: 'mini', runId: 'up-fn-1', options: {} }, ctx)) as {
     alreadyExternal: boolean;
     provider: string;
@@ -76,12 +88,16 @@ it('reads the secret the registry record names when the cluster is registered', 
     policy: { maxUnavailable: 1, autoRollback: true },
   });
   secrets.resetHistory();
-  await clusterStepHandler('preflight', deps())({ clusterId: 'mini2', runId: 'up-fn-3', options: {} }, ctx);
+  await clusterStepHandler(
+    'preflight',
+    STEPS.preflight,
+    deps(),
+  )({ clusterId: 'mini2', runId: 'up-fn-3', options: {} }, ctx);
   expect(secrets.commandCalls(GetSecretValueCommand).map((c) => c.args[0].input.SecretId)).toEqual([arn]);
 });
 
 it('ends a step with DeadlineReached, not killed, when Lambda leaves it no more than the margin', async () => {
-  const handler = clusterStepHandler('preflight', deps());
+  const handler = clusterStepHandler('preflight', STEPS.preflight, deps());
   const late = { getRemainingTimeInMillis: () => DEADLINE_MARGIN_MS } as never;
   // Every node Ready at the first look; the agent's Job, though, takes longer than no time at all.
   await expect(handler({ clusterId: 'late', runId: 'up-fn-4', options: {} }, late)).rejects.toMatchObject({
@@ -97,7 +113,7 @@ it('records the failure without cluster access, releasing the cluster', async ()
 });
 
 it('refuses a bad event with the error name the state machine matches, and logs ids only', async () => {
-  const handler = clusterStepHandler('flip-kubelet', deps());
+  const handler = clusterStepHandler('flip-kubelet', STEPS['flip-kubelet'], deps());
   await expect(handler({ clusterId: 'mini', runId: 'up-fn-1' }, ctx)).rejects.toMatchObject({
     name: 'InvalidInput',
   });
@@ -109,7 +125,7 @@ it('refuses a bad event with the error name the state machine matches, and logs 
     const entry = JSON.parse(line) as Record<string, unknown>;
     expect(
       Object.keys(entry).every((k) =>
-        ['level', 'message', 'step', 'clusterId', 'runId', 'node', 'errorName', 'durationMs'].includes(k),
+        [...POWERTOOLS_FIELDS, 'step', 'clusterId', 'runId', 'node', 'errorName', 'durationMs'].includes(k),
       ),
     ).toBe(true);
     if (secretText) expect(line).not.toContain(secretText);
@@ -121,7 +137,7 @@ it('names a missing secret as InvalidInput with the secret id and nothing of its
   secrets
     .on(GetSecretValueCommand)
     .rejects(Object.assign(new Error('nope'), { name: 'ResourceNotFoundException' }));
-  const handler = clusterStepHandler('verify', deps());
+  const handler = clusterStepHandler('verify', STEPS.verify, deps());
   await expect(handler({ clusterId: 'gone', runId: 'up-fn-2' }, ctx)).rejects.toMatchObject({
     name: 'InvalidInput',
     message: expect.stringContaining('ccm-migrate/clusters/gone'),

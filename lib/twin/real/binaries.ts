@@ -5,13 +5,11 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { InvalidInputError } from '../../errors.ts';
+import { packageFile } from '../../package-root.ts';
 
 /** etcd 3.5 serves every Kubernetes minor from 1.22 to 1.30 (kubernetes/kubernetes' etcd version table). */
 export const ETCD_VERSION = 'v3.5.21';
-
-const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 
 /** Where the example and test twin specs live: setup:kube builds each kubernetesVersion they name. */
 const SPEC_DIRS = ['assets/twins', 'test/fixtures/twins'];
@@ -20,10 +18,10 @@ const SPEC_DIRS = ['assets/twins', 'test/fixtures/twins'];
 export function twinSpecVersions(): string[] {
   const versions = new Set<string>();
   for (const dir of SPEC_DIRS) {
-    for (const file of readdirSync(path.join(REPO, dir))) {
+    for (const file of readdirSync(packageFile(dir))) {
       if (!file.endsWith('.yaml')) continue;
       const m = /^kubernetesVersion:\s*v?(\d+\.\d+\.\d+)\s*$/m.exec(
-        readFileSync(path.join(REPO, dir, file), 'utf8'),
+        readFileSync(packageFile(path.join(dir, file)), 'utf8'),
       );
       if (m) versions.add(`v${m[1]}`);
     }
@@ -32,7 +30,7 @@ export function twinSpecVersions(): string[] {
 }
 
 export function kubeCacheDir(): string {
-  return path.resolve(process.env.CCM_MIGRATE_KUBE_DIR || path.join(REPO, '.kube'));
+  return path.resolve(process.env.CCM_MIGRATE_KUBE_DIR || packageFile('.kube'));
 }
 
 export function apiServerPath(version: string): string {

@@ -9,6 +9,7 @@
  * the proxy that shares this thread.
  */
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import { moduleUrl } from '../../package-root.ts';
 
 export interface ClientTls {
   readonly ca: string;
@@ -54,7 +55,7 @@ export class SyncHttpClient {
     const { port1, port2 } = new MessageChannel();
     this.#port = port1;
     const setup: WorkerSetup = { baseUrl, tls, flag: shared, port: port2 };
-    this.#worker = new Worker(new URL('./sync-http-worker.ts', import.meta.url), {
+    this.#worker = new Worker(moduleUrl(import.meta.url, './sync-http-worker'), {
       workerData: setup,
       transferList: [port2],
     });
