@@ -10,7 +10,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
 import { runCampaign } from './soak/campaign.ts';
-import { hasFinding } from './soak/report.ts';
+import { hasFinding, type SoakReport } from './soak/report.ts';
 
 const ArgsSchema = z.object({
   runs: z.coerce.number().int().min(1).max(100_000),
@@ -48,15 +48,22 @@ function args(): z.infer<typeof ArgsSchema> {
 }
 
 const opts = args();
+await mkdir(path.dirname(opts.out), { recursive: true });
+const save = (report: SoakReport): Promise<void> =>
+  writeFile(opts.out, `${JSON.stringify(report, null, 2)}\n`);
+let saving = Promise.resolve();
 const report = await runCampaign({
   ...opts,
-  onResult: (r) =>
+  onResult: (r, soFar) => {
     process.stdout.write(
       `seed ${r.seed}: ${r.outcome} in ${(r.ms / 1000).toFixed(1)} s${hasFinding(r) ? ' — FINDING' : ''}\n`,
-    ),
+    );
+    // The report so far, in case the campaign is cut short.
+    saving = saving.then(() => save(soFar));
+  },
 });
-await mkdir(path.dirname(opts.out), { recursive: true });
-await writeFile(opts.out, `${JSON.stringify(report, null, 2)}\n`);
+await saving;
+await save(report);
 const { failures, ...totals } = report;
 process.stdout.write(`\n${JSON.stringify(totals, null, 2)}\n`);
 for (const f of failures) process.stdout.write(`replay seed ${f.seed}: ${f.replay}\n`);

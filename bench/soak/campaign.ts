@@ -14,8 +14,8 @@ export interface CampaignOptions {
   readonly concurrency: number;
   /** Scenarios of the quick slice (drawScenario's `quick`). */
   readonly quick?: boolean;
-  /** Each scenario's result as it ends (progress). */
-  readonly onResult?: (r: ScenarioResult) => void;
+  /** Each scenario's result as it ends, and the report so far (progress; a campaign cut short keeps it). */
+  readonly onResult?: (r: ScenarioResult, soFar: SoakReport) => void;
 }
 
 /** The one command that replays a seed. */
@@ -45,20 +45,12 @@ export async function runSeed(seed: number, quick = false): Promise<ScenarioResu
   }
 }
 
-export async function runCampaign(opts: CampaignOptions): Promise<SoakReport> {
-  const started = Date.now();
-  const limit = pLimit(opts.concurrency);
-  const seeds = Array.from({ length: opts.runs }, (_, i) => opts.seed + i);
-  const results = await Promise.all(
-    seeds.map((seed) =>
-      limit(async () => {
-        const r = await runSeed(seed, opts.quick);
-        opts.onResult?.(r);
-        return r;
-      }),
-    ),
-  );
-  const seconds = (Date.now() - started) / 1000;
+/** The report of the scenarios run so far (all of them at the end). */
+export function summarise(
+  results: readonly ScenarioResult[],
+  opts: Omit<CampaignOptions, 'onResult'>,
+  seconds: number,
+): SoakReport {
   const count = (pick: (r: ScenarioResult) => readonly unknown[]): number =>
     results.reduce((n, r) => n + pick(r).length, 0);
   const failedBy: Record<string, number> = {};
@@ -67,12 +59,12 @@ export async function runCampaign(opts: CampaignOptions): Promise<SoakReport> {
     failedBy[name] = (failedBy[name] ?? 0) + 1;
   }
   return {
-    runs: opts.runs,
+    runs: results.length,
     quick: opts.quick ?? false,
     seed: opts.seed,
     concurrency: opts.concurrency,
     seconds: Math.round(seconds),
-    seedsPerMinute: Number(((opts.runs / seconds) * 60).toFixed(1)),
+    seedsPerMinute: Number(((results.length / seconds) * 60).toFixed(1)),
     outcomes: {
       migrated: results.filter((r) => r.outcome === 'migrated').length,
       rolledBack: results.filter((r) => r.outcome === 'rolledBack').length,
@@ -86,4 +78,25 @@ export async function runCampaign(opts: CampaignOptions): Promise<SoakReport> {
     failedBy,
     machine: `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.version}`,
   };
+}
+
+export async function runCampaign(opts: CampaignOptions): Promise<SoakReport> {
+  const started = Date.now();
+  const limit = pLimit(opts.concurrency);
+  const seeds = Array.from({ length: opts.runs }, (_, i) => opts.seed + i);
+  const done: ScenarioResult[] = [];
+  await Promise.all(
+    seeds.map((seed) =>
+      limit(async () => {
+        const r = await runSeed(seed, opts.quick);
+        done.push(r);
+        opts.onResult?.(r, summarise(done, opts, (Date.now() - started) / 1000));
+      }),
+    ),
+  );
+  return summarise(
+    done.sort((a, b) => a.seed - b.seed),
+    opts,
+    (Date.now() - started) / 1000,
+  );
 }
