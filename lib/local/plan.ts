@@ -4,16 +4,9 @@
  * dry run (a diff per object against what the cluster holds), as a Deployment or, when asked, a DaemonSet. What it leaves behind: the agent's Jobs are
  * deleted once read; the agent's code ConfigMap stays (inert, reused by the upgrade).
  */
-import {
-  type KubernetesObject,
-  PatchStrategy,
-  type V1DaemonSet,
-  type V1Deployment,
-} from '@kubernetes/client-node';
+import { type KubernetesObject, PatchStrategy } from '@kubernetes/client-node';
 import { createTwoFilesPatch } from 'diff';
 import { stringify } from 'yaml';
-import { parseFlags } from '../controlplane/flags.ts';
-import { OPENSTACK_CREDENTIALS_DIR } from '../controlplane/openstack-cloud-config.ts';
 import { describeAgentImage } from '../kube/agent-job.ts';
 import { describeObject, FIELD_MANAGER } from '../kube/apply.ts';
 import type { KubeClients } from '../kube/clients.ts';
@@ -21,8 +14,6 @@ import { call, orNotFound } from '../kube/errors.ts';
 import { providerFacts } from '../providers/catalog.ts';
 import { PLUGIN_CONFIG_PATH } from '../providers/image-credentials.ts';
 import { type ContainerImage, renderedImages } from '../providers/image-overrides.ts';
-import { ccmNodeNetwork } from '../providers/node-network.ts';
-import { ccmDeploymentRef } from '../providers/render.ts';
 import { type AddressChange, addressChangesOf, expectedAddresses } from '../steps/address-plan.ts';
 import { type CcmSource, inTreeCloudConfigPath, renderCcm } from '../steps/ccm.ts';
 import { deployedCcm } from '../steps/deployed-ccm.ts';
