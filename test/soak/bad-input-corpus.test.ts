@@ -63,6 +63,7 @@ const HOSTILE_STRINGS = [
   '__proto__',
   'constructor',
   '{{nodeName}}/../..',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell expansion, as a hostile value carries it
   '${HOME}',
   '\u202e\u0000\uffff',
   'x'.repeat(70_000),
