@@ -26,7 +26,10 @@ export const ScenarioResultSchema = z.object({
   ms: z.int(),
   runs: z.array(RunEndSchema),
   /** Invariant monitor intervals the run may not cause (API down only outside injected faults). */
-  violations: z.array(z.object({ kind: z.string(), durationMs: z.number(), detail: z.unknown() })),
+  /** `atMs`: from the twin's start, as the scenario's faults are timed. */
+  violations: z.array(
+    z.object({ kind: z.string(), atMs: z.number(), durationMs: z.number(), detail: z.unknown() }),
+  ),
   /** Node files missing, or not as the outcome promises. */
   filesLost: z.array(z.string()),
   /** CCM objects after a way back, unfinished agent Jobs, nodes left tainted. */

@@ -231,7 +231,12 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       violations: twin.monitor
         .violations()
         .filter((v) => ofTheRuns(s, t0, runsFrom, v))
-        .map((v) => ({ kind: v.kind, durationMs: v.durationMs, detail: v.detail })),
+        .map((v) => ({
+          kind: v.kind,
+          atMs: Date.parse(v.start) - t0,
+          durationMs: v.durationMs,
+          detail: v.detail,
+        })),
       filesLost,
       objectsLeft: [...(asItWas ? ccmObjectsLeft(twin) : []), ...workLeft(twin, s, taintedAtStart)],
       unexpectedExitCodes,
