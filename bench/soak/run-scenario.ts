@@ -63,7 +63,7 @@ function ended(what: RunEnd['what'], r: MigrationRunResult): RunEnd {
 }
 
 function cliEnded(what: RunEnd['what'], run: CliRun, ms: number): RunEnd {
-  const name = /^(\w+): /.exec(run.lastLine)?.[1];
+  const name = /^(?:ccm-migrate: )?(\w+): /.exec(run.lastLine)?.[1];
   return {
     what,
     status: run.killed ? 'KILLED' : `EXITED ${run.code}`,
