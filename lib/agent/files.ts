@@ -24,6 +24,15 @@ export function onHost(hostRoot: string, file: string): string {
   return resolved;
 }
 
+/**
+ * Written when a run's kubelet flags are restored on a node (a rollback or a downgrade has begun there),
+ * beside the run's backups rather than among them: a flip of the same run that reaches the node later (an
+ * invocation still in flight when the run failed, its Job queued) must not undo the way back.
+ */
+export function kubeletRestoredMarker(runId: string): string {
+  return path.posix.join(BACKUP_DIR, '.kubelet-restored', runId);
+}
+
 export function backupPath(runId: string, file: string): string {
   return path.posix.join(BACKUP_DIR, runId, file);
 }

@@ -331,9 +331,19 @@ async function runJob(clients: KubeClients, opts: AgentJobOptions, bound: Deadli
       `agent Job ${namespace}/${name} on node ${node} to finish`,
       async (change) => {
         signal?.throwIfAborted();
-        const job = await latest(change, () =>
-          call(`read Job ${namespace}/${name}`, () => clients.batch.readNamespacedJob({ name, namespace })),
-        );
+        const job = await latest(change, async () => {
+          const read = await orNotFound(
+            call(`read Job ${namespace}/${name}`, () => clients.batch.readNamespacedJob({ name, namespace })),
+          );
+          // Deleted by someone else before it finished (an operator cleaning kube-system): the retry creates
+          // it again, where a 404 would have failed the run (the soak's deleted agent Jobs).
+          if (!read) {
+            throw new NotReadyYetError(
+              `agent Job ${namespace}/${name} on node ${node} was deleted before it finished`,
+            );
+          }
+          return read;
+        });
         return job && finished(job);
       },
       { ...wait, wakeOn: wakeOnObject(clients, `/apis/batch/v1/namespaces/${namespace}/jobs`, name) },

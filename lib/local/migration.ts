@@ -83,6 +83,19 @@ async function runMigrationLocally(
   opts: MigrationRunOptions,
 ): Promise<MigrationRunResult> {
   const started = Date.now();
+  const release = await opts.store.claimDriver?.(opts.clusterId);
+  try {
+    return await runClaimed(kind, opts, started);
+  } finally {
+    await release?.();
+  }
+}
+
+async function runClaimed(
+  kind: MigrationKind,
+  opts: MigrationRunOptions,
+  started: number,
+): Promise<MigrationRunResult> {
   const unfinished = await opts.store.current(opts.clusterId);
   if (unfinished && unfinished.kind !== kind) {
     throw new InvalidInputError(

@@ -4,16 +4,9 @@
  * dry run (a diff per object against what the cluster holds), as a Deployment or, when asked, a DaemonSet. What it leaves behind: the agent's Jobs are
  * deleted once read; the agent's code ConfigMap stays (inert, reused by the upgrade).
  */
-import {
-  type KubernetesObject,
-  PatchStrategy,
-  type V1DaemonSet,
-  type V1Deployment,
-} from '@kubernetes/client-node';
+import { type KubernetesObject, PatchStrategy } from '@kubernetes/client-node';
 import { createTwoFilesPatch } from 'diff';
 import { stringify } from 'yaml';
-import { parseFlags } from '../controlplane/flags.ts';
-import { OPENSTACK_CREDENTIALS_DIR } from '../controlplane/openstack-cloud-config.ts';
 import { describeAgentImage } from '../kube/agent-job.ts';
 import { describeObject, FIELD_MANAGER } from '../kube/apply.ts';
 import type { KubeClients } from '../kube/clients.ts';
@@ -21,10 +14,9 @@ import { call, orNotFound } from '../kube/errors.ts';
 import { providerFacts } from '../providers/catalog.ts';
 import { PLUGIN_CONFIG_PATH } from '../providers/image-credentials.ts';
 import { type ContainerImage, renderedImages } from '../providers/image-overrides.ts';
-import { ccmNodeNetwork } from '../providers/node-network.ts';
-import { ccmDeploymentRef } from '../providers/render.ts';
 import { type AddressChange, addressChangesOf, expectedAddresses } from '../steps/address-plan.ts';
 import { type CcmSource, inTreeCloudConfigPath, renderCcm } from '../steps/ccm.ts';
+import { deployedCcm } from '../steps/deployed-ccm.ts';
 import { toExternalKubelet, toExternalStaticPods } from '../steps/edits.ts';
 import { pluginRequired } from '../steps/image-credentials.ts';
 import {
@@ -92,37 +84,6 @@ async function objectChange(clients: KubeClients, obj: KubernetesObject): Promis
     object: what,
     action: existing ? 'update' : 'create',
     diff: createTwoFilesPatch(what, what, before, next, '', '', { context: 2 }),
-  };
-}
-
-/**
- * What a migrated cluster's CCM runs with that its kube-controller-manager no longer shows: the cloud config
- * it mounts, with the credentials Secret when it mounts a translated copy, and the routes and node IPAM it
- * took over. What the run that migrated it rendered.
- */
-async function deployedCcm(
-  clients: KubeClients,
-  source: CcmSource,
-): Promise<Pick<CcmSource, 'cloudConfigTranslation' | 'deployedCloudConfig' | 'nodeNetwork'>> {
-  const { namespace, name } = ccmDeploymentRef(source.provider);
-  const kind = source.ccmWorkload === 'daemonset' ? 'DaemonSet' : 'Deployment';
-  const ref = { apiVersion: 'apps/v1', kind, metadata: { name, namespace } };
-  const deployed = await orNotFound(
-    call(`read ${kind} ${name}`, async () => (await clients.objects.read(ref)) as V1Deployment | V1DaemonSet),
-  );
-  const pod = deployed?.spec?.template.spec;
-  const flags = parseFlags(pod?.containers.flatMap((c) => c.args ?? []) ?? []);
-  const nodeNetwork = pod ? { nodeNetwork: ccmNodeNetwork(flags, source.nodeNetwork) } : {};
-  const path = flags.get('cloud-config');
-  if (path === undefined) return nodeNetwork;
-  const mount = pod?.containers
-    .flatMap((c) => c.volumeMounts ?? [])
-    .find((m) => m.mountPath === OPENSTACK_CREDENTIALS_DIR);
-  const secret = pod?.volumes?.find((v) => v.name === mount?.name)?.secret?.secretName;
-  if (secret === undefined) return { ...nodeNetwork, deployedCloudConfig: path };
-  return {
-    ...nodeNetwork,
-    cloudConfigTranslation: { target: path, credentialsSecret: { name: secret, namespace } },
   };
 }
 

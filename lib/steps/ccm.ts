@@ -87,13 +87,18 @@ function ccmCommandLine(pod: V1Pod): string[] {
  */
 export type CcmSource = Pick<
   Snapshot,
-  'provider' | 'kubernetesVersion' | 'clusterName' | 'files' | 'images' | 'ccmWorkload' | 'nodeNetwork'
+  | 'provider'
+  | 'kubernetesVersion'
+  | 'clusterName'
+  | 'files'
+  | 'images'
+  | 'ccmWorkload'
+  | 'nodeNetwork'
+  | 'deployedCloudConfig'
 > & {
   readonly cloudConfigTranslation?:
     | Pick<NonNullable<Snapshot['cloudConfigTranslation']>, 'target' | 'credentialsSecret'>
     | undefined;
-  /** Plan on a migrated cluster: kube-controller-manager names no cloud config any more, its CCM does. */
-  readonly deployedCloudConfig?: string | undefined;
 };
 
 /**

@@ -44,6 +44,7 @@ import {
   nodeName,
 } from './cluster.ts';
 import type { StepContext } from './context.ts';
+import { deployedCcm } from './deployed-ccm.ts';
 import { CONTROL_PLANE_MANIFESTS, KCM_MANIFEST } from './edits.ts';
 import { type PinnedEndpoint, pinnedEndpoint, pinnedNote, restartOrder } from './endpoint.ts';
 import {
@@ -770,7 +771,15 @@ export async function preflight(
     await ctx.store.setSnapshotOnce(event.clusterId, event.runId, previous.snapshot);
     ctx.progress({ step: 'preflight', message: `continuing the half-done upgrade of run ${previous.runId}` });
   }
-  const snapshot = await takeSnapshot(ctx, exam, event.options);
+  const taken = await takeSnapshot(ctx, exam, event.options);
+  // Run again on a migrated cluster, the CCM is rendered as deployed: kube-controller-manager no longer
+  // names the cloud config (the soak's second request met InvalidInput "none was given" here). A
+  // translated OpenStack config is not carried: its copy belongs to the run that wrote it.
+  const deployed = alreadyExternal ? await deployedCcm(ctx.clients, taken) : {};
+  const snapshot: Snapshot = {
+    ...taken,
+    ...(deployed.deployedCloudConfig ? { deployedCloudConfig: deployed.deployedCloudConfig } : {}),
+  };
   const expected = expectedAddresses(exam.predictedAddresses, ccmName(exam.provider));
   // A resumed run keeps the snapshot of its first preflight: that one saw the cluster before any change.
   const recorded = SnapshotSchema.parse(

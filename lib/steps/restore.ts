@@ -79,6 +79,9 @@ export async function restoreKubelet(
     skipMissing: true,
     expected: recordedOriginals(snapshot, event.node),
   };
+  // A flip of this run still queued on the node (its batch failed while it waited) goes before the
+  // restore; one that comes later is refused by the agent (kubeletRestoredMarker).
+  await cancelQueuedAgentJobs(ctx.clients, event.node, 'restore');
   let result: AgentResult;
   try {
     result = await ctx.agent(event.node, restore);

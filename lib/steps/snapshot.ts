@@ -69,6 +69,12 @@ export const SnapshotSchema = z.object({
     })
     .optional(),
   /**
+   * An upgrade run again on a migrated cluster: the cloud config its deployed CCM mounts, which
+   * kube-controller-manager no longer names, so that the run renders the CCM it finds (read by
+   * deployed-ccm.ts). Absent on every run that migrates.
+   */
+  deployedCloudConfig: z.string().optional(),
+  /**
    * The nodes have pulled images that need the cloud's credential plugin once the kubelet's in-tree
    * credentials are off: a kubelet that lost its plugin since preflight is refused at its flip.
    */

@@ -24,6 +24,7 @@ import path from 'node:path';
 import * as z from 'zod';
 import { writeAtomically } from '../agent/files.ts';
 import { ClusterLockedError, InvalidInputError } from '../errors.ts';
+import { claimDriver } from './local-driver.ts';
 import { IdSchema, type Json, parseInput, type RunRecord, RunRecordSchema } from './run-record.ts';
 import {
   type BeginRun,
@@ -121,6 +122,10 @@ export class LocalRunStore implements RunStore {
       return this.#createOrResume(clusterId, holder, kind);
     }
     throw new ClusterLockedError(`cluster ${clusterId}: its lock keeps changing hands; try again`);
+  }
+
+  claimDriver(clusterId: string): Promise<() => Promise<void>> {
+    return claimDriver(this.#clusterDir(clusterId), clusterId);
   }
 
   async get(clusterId: string, runId: string): Promise<RunRecord | undefined> {

@@ -55,6 +55,12 @@ export interface RunStore {
   finish(clusterId: string, runId: string, outcome: FinishRun): Promise<RunRecord>;
   /** Every run of the cluster, oldest first. */
   list(clusterId: string): Promise<RunRecord[]>;
+  /**
+   * Local mode: claim the cluster for this process before starting or resuming its run, so that a second
+   * process refuses (ClusterLocked) instead of resuming a run that is still being driven; the result
+   * releases the claim. Absent where an engine names executions (Step Functions refuses a second one).
+   */
+  claimDriver?(clusterId: string): Promise<() => Promise<void>>;
 }
 
 /** What a store knows of the run holding a cluster (what its lock says). */

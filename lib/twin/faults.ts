@@ -45,6 +45,11 @@ export class Faults {
     this.#faults.push(fault);
   }
 
+  /** Remove this one fault (the same object that was added), leaving the others. */
+  remove(fault: Fault): void {
+    this.#faults = this.#faults.filter((f) => f !== fault);
+  }
+
   /** Remove faults of one kind, or all of them. */
   clear(kind?: Fault['kind']): void {
     this.#faults = kind ? this.#faults.filter((f) => f.kind !== kind) : [];

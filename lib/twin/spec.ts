@@ -403,15 +403,20 @@ export const TwinSpecSchema = z
     images: z.record(z.string().min(1), ImageSchema).default({}),
   })
   .strict()
-  .superRefine((spec, ctx) => {
-    checkNodeNames(spec.nodeGroups, ctx);
-    checkZones(spec.cloud, ctx);
-    spec.nodeGroups.forEach((group, i) => {
-      checkStaticPods(group, i, ctx);
-    });
-    checkApiServer(spec.nodeGroups, ctx);
-    checkJoiningGroups(spec, ctx);
-  });
+  .superRefine(
+    (spec, ctx) => {
+      checkNodeNames(spec.nodeGroups, ctx);
+      checkZones(spec.cloud, ctx);
+      spec.nodeGroups.forEach((group, i) => {
+        checkStaticPods(group, i, ctx);
+      });
+      checkApiServer(spec.nodeGroups, ctx);
+      checkJoiningGroups(spec, ctx);
+    },
+    // Only over fields that passed: zod runs a refinement past a failed max(), and a count of 1e308 would
+    // then be expanded into node names (RangeError: Invalid array length; the bad-input corpus's find).
+    { when: (payload) => payload.issues.length === 0 },
+  );
 export type TwinSpec = z.infer<typeof TwinSpecSchema>;
 export type TwinSpecInput = z.input<typeof TwinSpecSchema>;
 

@@ -8,7 +8,15 @@
 import { isKubeletFlagFile, KUBELET_CONFIG_FILE } from '../../controlplane/kubelet-sources.ts';
 import { editStaticPod } from '../../controlplane/static-pod.ts';
 import { InvalidInputError } from '../../errors.ts';
-import { listBackups, readBackup, readHostFile, removeHostFile, sha256, writeAtomically } from '../files.ts';
+import {
+  kubeletRestoredMarker,
+  listBackups,
+  readBackup,
+  readHostFile,
+  removeHostFile,
+  sha256,
+  writeAtomically,
+} from '../files.ts';
 import type { AgentResult, FileReport, ParsedAgentRequest } from '../protocol.ts';
 import type { AgentEnvironment } from '../run.ts';
 import { changeReport, failure } from './report.ts';
@@ -45,6 +53,14 @@ function backupMismatch(
 
 export async function restore(request: RestoreRequest, env: AgentEnvironment): Promise<AgentResult> {
   const paths = request.paths.length > 0 ? request.paths : await listBackups(env.hostRoot, request.runId);
+  if (!request.dryRun && paths.some(isKubeletFlagFile)) {
+    // First, so that a flip of this run that comes later finds it, whether or not one came before.
+    await writeAtomically(
+      env.hostRoot,
+      kubeletRestoredMarker(request.runId),
+      `${new Date().toISOString()}\n`,
+    );
+  }
   const originals: { path: string; original: string | undefined; current: string | undefined }[] = [];
   for (const path of paths) {
     const backup = await readBackup(env.hostRoot, request.runId, path);

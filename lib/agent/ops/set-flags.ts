@@ -25,7 +25,7 @@ import {
   PLUGIN_DIRS,
 } from '../../providers/image-credentials.ts';
 import { pluginDir } from '../credential-plugins.ts';
-import { backUpOnce, readHostFile, writeAtomically } from '../files.ts';
+import { backUpOnce, kubeletRestoredMarker, readHostFile, writeAtomically } from '../files.ts';
 import type { AgentResult, FileReport, ParsedAgentRequest } from '../protocol.ts';
 import type { AgentEnvironment } from '../run.ts';
 import { changeReport, failure, kubeletFlagsReport } from './report.ts';
@@ -136,6 +136,15 @@ async function credentialChanges(
 }
 
 export async function setFlags(request: SetFlagsRequest, env: AgentEnvironment): Promise<AgentResult> {
+  const flip = request.kubelet?.flags['cloud-provider'] === 'external';
+  if (flip && (await readHostFile(env.hostRoot, kubeletRestoredMarker(request.runId))) !== undefined) {
+    // The way back of this run has begun here: a flip that arrives late (the soak's seed 1014: a flip
+    // Job still queued when its batch failed) would leave the kubelet external after RolledBack.
+    return failure(
+      'set-flags',
+      `run ${request.runId} restored this node's kubelet flags: not flipping it again`,
+    );
+  }
   let planned: PlannedFile[];
   try {
     planned = await plan(request, env);

@@ -1,0 +1,30 @@
+/**
+ * A seeded pseudo-random source (mulberry32): the same seed draws the same scenario on every machine and
+ * Node version, which Math.random cannot promise. Not for anything secret.
+ */
+export interface Random {
+  /** In [0, 1). */
+  next(): number;
+  /** An integer in [min, max]. */
+  int(min: number, max: number): number;
+  pick<T>(items: readonly T[]): T;
+  chance(p: number): boolean;
+}
+
+export function seededRandom(seed: number): Random {
+  let state = seed >>> 0;
+  const next = (): number => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (min: number, max: number): number => min + Math.floor(next() * (max - min + 1));
+  return {
+    next,
+    int,
+    pick: <T>(items: readonly T[]): T => items[int(0, items.length - 1)] as T,
+    chance: (p) => next() < p,
+  };
+}
