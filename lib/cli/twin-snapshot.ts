@@ -37,9 +37,8 @@ export function describeSnapshot(snapshot: Snapshot): string {
   const nodes = groups.reduce((n, g) => n + (g.names?.length ?? 0), 0);
   const lines = [
     `  Kubernetes ${snapshot.spec.kubernetesVersion}, ${snapshot.spec.cloud.provider} in ${snapshot.spec.cloud.region}; ${nodes} node(s) in ${groups.length} group(s): ${groups.map((g) => `${g.name} (${g.names?.length} ${g.role})`).join(', ')}`,
-    `  ${snapshot.spec.objects?.length ?? 0} API object(s) (kubeadm's ConfigMaps, LoadBalancer Services)`,
+    `  ${snapshot.spec.objects?.length ?? 0} API object(s) (kubeadm's ConfigMaps, LoadBalancer Services, storage: volumes, claims, StorageClasses, CSIDrivers, VolumeAttachments)`,
     `  placeholders (never read from the nodes): ${snapshot.placeholders.join(', ') || 'none'}`,
-    '  not in the snapshot yet: storage objects (PersistentVolumes, claims, StorageClasses, CSI drivers)',
   ];
   return `${lines.join('\n')}\n`;
 }

@@ -3,10 +3,8 @@
  * read-only Jobs aside). Its version, cloud (provider, region, zones, and each node's instance: address,
  * providerID, zone, type), its nodes grouped by what they share (role, files, labels, taints, hostname
  * pattern), the objects the migration reads in kube-system, its LoadBalancer Services, and placeholders for
- * what it must not copy (cloud configs, credential plugins, Secrets).
- *
- * Not yet: storage objects (PersistentVolumes, claims, StorageClasses, CSI drivers), which the twin's spec
- * is only now learning to hold.
+ * what it must not copy (cloud configs, credential plugins, Secrets), and its storage (storage-objects.ts):
+ * the volumes, claims, classes and CSI drivers preflight inventories, and each node's registered drivers.
  */
 import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
@@ -27,6 +25,8 @@ import {
 } from './node-files.ts';
 import { type OpenStackCredentials, openStackCredentials } from './openstack-credentials.ts';
 import { placeholderFile } from './placeholders.ts';
+import { portable } from './portable.ts';
+import { storageSnapshot } from './storage-objects.ts';
 
 const CONTROL_PLANE_ROLE = 'node-role.kubernetes.io/control-plane';
 const LEGACY_MASTER_ROLE = 'node-role.kubernetes.io/master';
@@ -203,14 +203,20 @@ interface GroupDraft {
   readonly hostname: string;
   readonly labels: Record<string, string>;
   readonly taints: Taint[];
+  /** The CSI drivers its kubelets registered (their CSINodes). */
+  readonly csiDrivers: string[];
   /** By path: the sha256 of its text (a key of ClusterFiles.texts). */
   readonly files: Record<string, string>;
   /** By path: the kind of placeholder it gets. */
   readonly withheld: Record<string, WithheldKind>;
 }
 
-/** Nodes that share role, files, labels, taints and hostname pattern share one group. */
-function groupNodes(nodes: readonly NodeFacts[], files: ClusterFiles): GroupDraft[] {
+/** Nodes that share role, files, labels, taints, CSI drivers and hostname pattern share one group. */
+function groupNodes(
+  nodes: readonly NodeFacts[],
+  files: ClusterFiles,
+  drivers: ReadonlyMap<string, string[]>,
+): GroupDraft[] {
   const sets = new Map(files.nodes.map((s) => [s.name, s]));
   const groups = new Map<string, GroupDraft>();
   for (const n of nodes) {
@@ -220,6 +226,7 @@ function groupNodes(nodes: readonly NodeFacts[], files: ClusterFiles): GroupDraf
       hostname: hostnameTemplate(set),
       labels: n.labels,
       taints: n.taints,
+      csiDrivers: drivers.get(n.name) ?? [],
       files: set.files,
       withheld: set.withheld,
     };
@@ -237,32 +244,6 @@ function groupNodes(nodes: readonly NodeFacts[], files: ClusterFiles): GroupDraf
 function groupName(role: GroupDraft['role'], index: number): string {
   const base = role === 'control-plane' ? 'cp' : 'worker';
   return index === 0 ? base : `${base}-${index + 1}`;
-}
-
-/** An object as a spec holds it: what its owner wrote, none of what the API server added. */
-function portable(
-  apiVersion: string,
-  kind: string,
-  obj: { metadata?: { name?: string; namespace?: string; labels?: object; annotations?: object } },
-  rest: Record<string, unknown>,
-): Record<string, unknown> {
-  const { name, namespace, labels, annotations } = obj.metadata ?? {};
-  const kept = Object.fromEntries(
-    Object.entries(annotations ?? {}).filter(
-      ([k]) => k !== 'kubectl.kubernetes.io/last-applied-configuration',
-    ),
-  );
-  return {
-    apiVersion,
-    kind,
-    metadata: {
-      name,
-      ...(namespace ? { namespace } : {}),
-      ...(labels && Object.keys(labels).length > 0 ? { labels } : {}),
-      ...(Object.keys(kept).length > 0 ? { annotations: kept } : {}),
-    },
-    ...rest,
-  };
 }
 
 /** A LoadBalancer Service without what its cluster allocated (IPs, node ports) or reported (status). */
@@ -353,10 +334,12 @@ export async function takeSnapshot(opts: SnapshotOptions): Promise<Snapshot> {
   });
   progress(`${files.texts.size} distinct file(s) read in ${files.jobs} agent Job(s)`);
   const objects = await apiObjects(clients);
+  const storage = await storageSnapshot(clients);
+  objects.push(...storage.objects);
   const cloud = cloudOf(nodes, files);
   const openstack = cloud.provider === 'openstack' ? await openStackFacts(opts, nodes, files) : undefined;
   if (openstack?.credentials.secret) objects.push(openstack.credentials.secret);
-  const drafts = groupNodes(nodes, files);
+  const drafts = groupNodes(nodes, files, storage.drivers);
   const placeholders = new Set<string>();
   const seen = { 'control-plane': 0, worker: 0 };
   const nodeGroups = drafts.map((d) => {
@@ -375,6 +358,7 @@ export async function takeSnapshot(opts: SnapshotOptions): Promise<Snapshot> {
       ...(d.hostname === '{name}' ? {} : { hostname: d.hostname }),
       ...(Object.keys(d.labels).length > 0 ? { labels: d.labels } : {}),
       ...(d.taints.length > 0 ? { taints: d.taints } : {}),
+      ...(d.csiDrivers.length > 0 ? { csiDrivers: d.csiDrivers } : {}),
       files: hostFiles,
     };
   });

@@ -99,6 +99,27 @@ afterAll(async () => {
   await Promise.all(running.map((t) => t.stop()));
 });
 
+/** What preflight's storage inventory reads, as names and the state it checks. */
+async function storageView(t: TestTwin) {
+  const names = (items: { metadata?: { name?: string } }[]) => items.map((i) => i.metadata?.name).sort();
+  return {
+    volumes: (await t.core.listPersistentVolume()).items
+      .map((v) => `${v.metadata?.name} ${v.status?.phase}`)
+      .sort(),
+    claims: (await t.core.listPersistentVolumeClaimForAllNamespaces()).items
+      .map((c) => `${c.metadata?.namespace}/${c.metadata?.name} ${c.status?.phase} ${c.spec?.volumeName}`)
+      .sort(),
+    classes: names((await t.storage.listStorageClass()).items),
+    drivers: names((await t.storage.listCSIDriver()).items),
+    attachments: (await t.storage.listVolumeAttachment()).items
+      .map((a) => `${a.metadata?.name} ${a.spec?.nodeName} ${a.status?.attached}`)
+      .sort(),
+    registered: (await t.storage.listCSINode()).items
+      .map((n) => `${n.metadata?.name}: ${(n.spec?.drivers ?? []).map((d) => d.name).join(',')}`)
+      .sort(),
+  };
+}
+
 describe.each([
   { fixture: 'aws-ha-mini.yaml', cloudConf: CLOUD_CONF },
   { fixture: 'gcp-mini.yaml', cloudConf: '/etc/gce.conf' },
@@ -139,6 +160,12 @@ describe.each([
         namespace: 'kube-system',
       });
       expect(copied.metadata?.annotations?.['ccm-migrate/twin-placeholder']).toBe('true');
+    }
+    // Its storage as preflight inventories it: volumes and claims bound, classes, drivers, attachments,
+    // and each node's registered CSI drivers (aws-ha-mini and gcp-mini carry in-tree volumes).
+    expect(await storageView(copy)).toEqual(await storageView(source));
+    if (file !== 'openstack-secret-mini.yaml') {
+      expect((await storageView(source)).volumes.length).toBeGreaterThan(0);
     }
     const lb = await copy.core.readNamespacedService({ name: 'shop', namespace: 'default' });
     expect(lb.spec?.type).toBe('LoadBalancer');
