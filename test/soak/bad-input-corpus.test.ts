@@ -123,6 +123,9 @@ function mutated(doc: unknown): fc.Arbitrary<unknown> {
     });
 }
 
+/** One field at a time over a spec of dozens: more runs than the other properties, each a quick parse. */
+const MUTATION_RUNS = RUNS * 4;
+
 describe('twin specs', () => {
   it('refuses hostile spec text with a TwinSpecError', async () => {
     const valid = await readFile(AWS_MINI, 'utf8');
@@ -150,9 +153,11 @@ describe('twin specs', () => {
         const err = await refusal(() => loadTwinSpec(file));
         if (err !== undefined) expectClearRefusal(err, ['TwinSpecError']);
       }),
-      { numRuns: RUNS, seed: SEED },
+      { numRuns: MUTATION_RUNS, seed: SEED },
     );
-    expect(refused).toBeGreaterThanOrEqual(RUNS / 2);
+    // Many fields have defaults, so removing one leaves a valid spec: a quarter refused at least shows the
+    // mutations reach fields that matter (the share moves with every field the spec gains).
+    expect(refused).toBeGreaterThanOrEqual(MUTATION_RUNS / 4);
   });
 
   it('refuses node files outside the node (path traversal)', async () => {
