@@ -4,7 +4,7 @@
  * `unknown` when the cluster could not be observed: never clean or drifted by default.
  */
 import * as z from 'zod';
-import { StorageInventorySchema } from '../steps/storage.ts';
+import { StorageInventorySchema } from '../steps/storage-inventory.ts';
 
 export const FINDING_KINDS = [
   'control-plane-flags',

@@ -16,7 +16,8 @@ import { CCM_LABEL_SELECTOR } from '../providers/render.ts';
 import { listNodes } from '../steps/cluster.ts';
 import { readClusterConfiguration } from '../steps/kubeadm-config.ts';
 import type { ExamineContext } from '../steps/preflight.ts';
-import { observeStorage, type StorageInventory } from '../steps/storage.ts';
+import { observeStorage } from '../steps/storage.ts';
+import type { StorageInventory } from '../steps/storage-inventory.ts';
 import { pendingClaimClasses } from './storage.ts';
 
 export interface ClusterObservation {

@@ -8,7 +8,7 @@
  */
 import { call } from '../kube/errors.ts';
 import type { ClusterAccess } from '../steps/cluster.ts';
-import type { StorageInventory } from '../steps/storage.ts';
+import type { StorageInventory } from '../steps/storage-inventory.ts';
 import type { Finding } from './findings.ts';
 
 /** The StorageClasses named by claims not bound yet (Pending): what new claims use. */

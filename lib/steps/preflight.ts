@@ -60,7 +60,8 @@ import { listOf } from './list-of.ts';
 import { uneditedKubeletFlags } from './running-kubelet.ts';
 import type { LeaderMigrationDecision, PreflightResult, UpgradeOptions } from './schemas.ts';
 import { type NodeFacts, type Snapshot, SnapshotSchema, TOPOLOGY_LABELS } from './snapshot.ts';
-import { missingCsiDrivers, observeStorage, type StorageInventory } from './storage.ts';
+import { missingCsiDrivers, observeStorage } from './storage.ts';
+import type { StorageInventory } from './storage-inventory.ts';
 
 /**
  * Agent Jobs started at once while inspecting. An inspection only reads a node's files, so this bounds the

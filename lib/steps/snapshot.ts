@@ -8,7 +8,7 @@ import { FileReportSchema } from '../agent/protocol.ts';
 import { PROVIDERS } from '../providers/catalog.ts';
 import { CCM_WORKLOADS } from '../providers/ccm-workload.ts';
 import { NodeNetworkSchema } from '../providers/node-network.ts';
-import { StorageInventorySchema } from './storage.ts';
+import { StorageInventorySchema } from './storage-inventory.ts';
 
 export const NodeFactsSchema = z.object({
   role: z.enum(['control-plane', 'worker']),
