@@ -504,6 +504,13 @@ export interface ClusterExamination {
   readonly storage: StorageInventory;
 }
 
+/** Preflight's wait for every node to be Ready ran out: the nodes still not Ready. */
+export class NodesNotReadyError extends PreflightFailedError {
+  constructor(nodes: readonly string[]) {
+    super(`nodes not Ready: ${listOf(nodes)}`);
+  }
+}
+
 export type ExamineContext = Pick<
   StepContext,
   'clients' | 'agent' | 'progress' | 'waitMs' | 'pollMs' | 'deadline'
@@ -529,7 +536,7 @@ export async function examineCluster(
     // Cut by the invocation's deadline, the wait proved nothing about the nodes: the retry looks again.
     if (err instanceof DeadlineReachedError) throw err;
     const notReady = (await listNodes(ctx)).filter((n) => !isNodeReady(n)).map(nodeName);
-    throw notReady.length > 0 ? new PreflightFailedError(`nodes not Ready: ${listOf(notReady)}`) : err;
+    throw notReady.length > 0 ? new NodesNotReadyError(notReady) : err;
   });
   const endpoint = await pinnedEndpoint(ctx, nodes);
   // The endpoint's own node restarts last: the others have taken the same edit by then.
@@ -751,7 +758,10 @@ export async function preflight(
   ctx: StepContext,
 ): Promise<PreflightResult> {
   const record = await ctx.store.begin({ clusterId: event.clusterId, runId: event.runId, kind: 'upgrade' });
-  const exam = await examineCluster(ctx, event.runId, event.options);
+  const exam = await examineCluster(ctx, event.runId, event.options).catch((err: unknown) =>
+    resumedDespite(err, record.snapshot, ctx),
+  );
+  if ('plan' in exam) return exam.plan;
   const leaderMigration = leaderMigrationFor(exam, event.options.leaderMigration);
   const left = exam.inTreeLeft;
   // Nothing in-tree is left, but nodes wait for a CCM not installed yet: the run installs it.
@@ -772,6 +782,15 @@ export async function preflight(
     await ctx.store.setSnapshotOnce(event.clusterId, event.runId, previous.snapshot);
     ctx.progress({ step: 'preflight', message: `continuing the half-done upgrade of run ${previous.runId}` });
   }
+  const plan: PreflightResult = {
+    alreadyExternal,
+    provider: exam.provider,
+    kubernetesVersion: exam.kubernetesVersion,
+    controlPlaneNodes: exam.controlPlaneNodes,
+    workerNodes: exam.workerNodes,
+    kubeletOrder: [...exam.controlPlaneNodes, ...exam.workerNodes],
+    leaderMigration,
+  };
   const taken = await takeSnapshot(ctx, exam, event.options);
   // Run again on a migrated cluster, the CCM is rendered as deployed: kube-controller-manager no longer
   // names the cloud config (the soak's second request met InvalidInput "none was given" here). A
@@ -780,6 +799,7 @@ export async function preflight(
   const snapshot: Snapshot = {
     ...taken,
     ...(deployed.deployedCloudConfig ? { deployedCloudConfig: deployed.deployedCloudConfig } : {}),
+    plan,
   };
   const expected = expectedAddresses(exam.predictedAddresses, ccmName(exam.provider));
   // A resumed run keeps the snapshot of its first preflight: that one saw the cluster before any change.
@@ -816,13 +836,24 @@ export async function preflight(
           .filter(Boolean)
           .join('; '),
   });
-  return {
-    alreadyExternal,
-    provider: exam.provider,
-    kubernetesVersion: exam.kubernetesVersion,
-    controlPlaneNodes: exam.controlPlaneNodes,
-    workerNodes: exam.workerNodes,
-    kubeletOrder: [...exam.controlPlaneNodes, ...exam.workerNodes],
-    leaderMigration,
-  };
+  return plan;
+}
+
+/**
+ * A node not Ready ends a fresh run here, before any change. A resumed run may have changed the node
+ * itself (a kubelet flipped that never came back, the process cut while it waited): it goes on with its
+ * first preflight's plan, so that the steps wait for the node and roll back what the run changed.
+ */
+function resumedDespite(
+  err: unknown,
+  recorded: unknown,
+  ctx: StepContext,
+): { plan: PreflightResult } {
+  const plan = recorded === undefined ? undefined : SnapshotSchema.parse(recorded).plan;
+  if (!(err instanceof NodesNotReadyError) || plan === undefined) throw err;
+  ctx.progress({
+    step: 'preflight',
+    message: `${err.message}: the run resumes with the plan of its first preflight, and rolls back if they stay down`,
+  });
+  return { plan };
 }

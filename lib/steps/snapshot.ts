@@ -8,6 +8,7 @@ import { FileReportSchema } from '../agent/protocol.ts';
 import { PROVIDERS } from '../providers/catalog.ts';
 import { CCM_WORKLOADS } from '../providers/ccm-workload.ts';
 import { NodeNetworkSchema } from '../providers/node-network.ts';
+import { PreflightResultSchema } from './schemas.ts';
 import { StorageInventorySchema } from './storage-inventory.ts';
 
 export const NodeFactsSchema = z.object({
@@ -91,6 +92,12 @@ export const SnapshotSchema = z.object({
   storage: StorageInventorySchema.optional(),
   /** Preflight found a CSI driver missing and went on, as the operator said (`--allow-missing-csi`). */
   missingCsiAllowed: z.boolean().optional(),
+  /**
+   * The first preflight's plan (its result): a resumed run that finds a node not Ready goes on with it, so
+   * that the steps wait for the node and roll back, instead of ending as if nothing had changed. Absent: a
+   * snapshot from before it was recorded.
+   */
+  plan: PreflightResultSchema.optional(),
 });
 export type Snapshot = z.infer<typeof SnapshotSchema>;
 
