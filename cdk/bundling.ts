@@ -44,19 +44,12 @@ export function entryOf(id: FunctionId): string {
 }
 
 /**
- * The AWS SDK v3 is in the Node 22 runtime; esbuild is imported only to build the agent when no prebuilt
- * bundle is shipped, which never happens in Lambda.
+ * The AWS SDK v3 is in the Node 22 runtime; Powertools comes from its layer (powertools-layer.ts); esbuild
+ * is imported only to build the agent when no prebuilt bundle is shipped, which never happens in Lambda.
  */
-export const EXTERNAL_MODULES = ['@aws-sdk/*', 'esbuild'];
-
-/**
- * The userland punycode for `require('punycode')` (the OpenAPI validators' idn-hostname format): bundled,
- * the bare name would load Node's deprecated built-in and print DEP0040 on every cold start.
- */
-export const ALIASES = { punycode: 'punycode/' } as const;
+export const EXTERNAL_MODULES = ['@aws-sdk/*', '@aws-lambda-powertools/*', 'esbuild'];
 
 export const ESBUILD_SETTINGS = {
-  alias: ALIASES,
   minify: true,
   sourcemap: true,
   format: 'esm',
@@ -87,7 +80,6 @@ export function bundlingFor(id: FunctionId): nodejs.BundlingOptions {
     mainFields: [...ESBUILD_SETTINGS.mainFields],
     banner: ESBUILD_SETTINGS.banner,
     externalModules: [...ESBUILD_SETTINGS.external],
-    esbuildArgs: Object.fromEntries(Object.entries(ALIASES).map(([from, to]) => [`--alias:${from}`, to])),
     ...(talksToCluster(id)
       ? {
           commandHooks: {

@@ -42,6 +42,7 @@ import { UPGRADE_TIMEOUT, upgradeDefinition } from '../state-machines/upgrade.ts
 import { BUNDLING_PROJECT, bundlingFor, entryOf, type FunctionId, talksToCluster } from './bundling.ts';
 import { acknowledgeCfnLint } from './cfn-lint.ts';
 import { Monitoring } from './monitoring.ts';
+import { powertoolsLayer } from './powertools-layer.ts';
 
 export interface MigrationOrchestratorProps {
   /** The VPC whose subnets reach the clusters' API endpoints; without it the functions run outside any VPC. */
@@ -174,6 +175,7 @@ export class MigrationOrchestrator extends Construct {
     });
 
     const functions = new Map<FunctionId, nodejs.NodejsFunction>();
+    const layers = [powertoolsLayer(this)];
     // The drift functions only read the registry (but remediate-drift, which records its run); the migration
     // functions keep runs, locks and snapshots.
     const fn = (
@@ -192,6 +194,7 @@ export class MigrationOrchestrator extends Construct {
         timeout: cluster ? Duration.millis(STEP_TIMEOUT_MS) : Duration.seconds(30),
         memorySize: cluster ? 512 : 256,
         tracing: lambda.Tracing.ACTIVE,
+        layers,
         bundling: bundlingFor(fid),
         environment: { ...environment, [ENV.tableName]: this.table.tableName },
         logGroup: new logs.LogGroup(this, `Logs-${fid}`, { retention, removalPolicy: RemovalPolicy.DESTROY }),

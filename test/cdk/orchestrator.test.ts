@@ -6,6 +6,12 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FUNCTION_IDS, talksToCluster } from '../../cdk/bundling.ts';
 import { MigrationOrchestrator } from '../../cdk/orchestrator.ts';
+import {
+  installedPowertools,
+  POWERTOOLS_LAYER_PARAMETER,
+  POWERTOOLS_PACKAGES,
+  POWERTOOLS_VERSION,
+} from '../../cdk/powertools-layer.ts';
 import { DRIFT_STEP_IDS } from '../../state-machines/steps.ts';
 import { testStack } from './stack.ts';
 
@@ -61,6 +67,21 @@ describe('functions', () => {
         'TABLE_NAME',
       );
     }
+  });
+
+  it('loads Powertools from the layer of the installed release, by its public SSM parameter', () => {
+    // Every package the functions import from it, at the one release the parameter names.
+    for (const pkg of POWERTOOLS_PACKAGES) expect(installedPowertools(pkg), pkg).toBe(POWERTOOLS_VERSION);
+    expect(POWERTOOLS_LAYER_PARAMETER).toBe(
+      `/aws/service/powertools/typescript/generic/all/${POWERTOOLS_VERSION}`,
+    );
+    const parameters = Object.entries(
+      template.toJSON().Parameters as Record<string, { Type: string; Default: string }>,
+    ).filter(([, p]) => p.Default === POWERTOOLS_LAYER_PARAMETER);
+    expect(parameters).toHaveLength(1);
+    expect(parameters[0]?.[1].Type).toBe('AWS::SSM::Parameter::Value<String>');
+    const fns = ofType('AWS::Lambda::Function').filter(([, r]) => r.Properties.Runtime);
+    for (const [, f] of fns) expect(f.Properties.Layers).toEqual([{ Ref: parameters[0]?.[0] }]);
   });
 
   it('grants the secret read (on the prefix) and KMS decrypt (through Secrets Manager) only to cluster steps', () => {

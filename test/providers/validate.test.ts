@@ -1,32 +1,51 @@
 /**
- * Rendered objects against the Kubernetes OpenAPI schemas (lib/providers/validate.ts): everything the
+ * Rendered objects against the Kubernetes OpenAPI schemas (kube-object-schemas.ts): everything the
  * catalog renders passes, for every provider and minor; a broken object is refused naming the field,
  * never the value.
  */
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../lib/errors.ts';
 import { knownFacts, PROVIDERS } from '../../lib/providers/catalog.ts';
+import { CCM_WORKLOADS } from '../../lib/providers/ccm-workload.ts';
 import { type KubeObject, renderCcmObjects } from '../../lib/providers/render.ts';
-import { validateKubeObjects } from '../../lib/providers/validate.ts';
+import { validateKubeObjects } from './kube-object-schemas.ts';
 
 describe('rendered objects and the OpenAPI schemas', () => {
-  it('every provider renders valid objects at every minor it has an image for', () => {
+  it('every provider renders valid objects at every minor it has an image for, as either workload, staged or not', () => {
     let checked = 0;
     for (const provider of PROVIDERS) {
       const facts = knownFacts(provider);
       for (const minor of Object.keys(facts.ccmImages)) {
-        const objects = renderCcmObjects({
-          provider,
-          kubernetesVersion: `v1.${minor}.3`,
-          clusterName: 'prod',
-          replicas: 2,
-          cloudConfig: '[Global]\nregion = eu-west-1\n',
-        });
-        expect(() => validateKubeObjects(objects)).not.toThrow();
-        checked += objects.length;
+        for (const workload of CCM_WORKLOADS) {
+          for (const replicas of [0, 2]) {
+            const objects = renderCcmObjects({
+              provider,
+              kubernetesVersion: `v1.${minor}.3`,
+              clusterName: 'prod',
+              replicas,
+              workload,
+              cloudConfig: '[Global]\nregion = eu-west-1\n',
+            });
+            expect(() => validateKubeObjects(objects)).not.toThrow();
+            checked += objects.length;
+          }
+        }
       }
     }
-    expect(checked).toBeGreaterThan(50);
+    expect(checked).toBeGreaterThan(200);
+  });
+
+  it('objects rendered from a host-path cloud config with a credentials Secret, and image overrides, are valid', () => {
+    const objects = renderCcmObjects({
+      provider: 'openstack',
+      kubernetesVersion: 'v1.30.2',
+      clusterName: 'prod',
+      replicas: 2,
+      cloudConfigHostPath: '/etc/kubernetes/cloud.conf',
+      credentialsSecret: { name: 'openstack-clouds', mountPath: '/etc/openstack' },
+      images: { 'cloud-controller-manager': 'mirror.example/occm:v1.30.2' },
+    });
+    expect(() => validateKubeObjects(objects)).not.toThrow();
   });
 
   const deployment = (): KubeObject =>

@@ -1,6 +1,8 @@
 /**
- * Every object ccm-migrate renders, checked against the Kubernetes OpenAPI schema of its kind before it is
- * applied, with the validators kubernetes-models compiles from that schema (Kubernetes v1.36). The kinds we
+ * Every object ccm-migrate renders, checked against the Kubernetes OpenAPI schema of its kind, with the
+ * validators kubernetes-models compiles from that schema (Kubernetes v1.36). A test helper: the renderer is
+ * deterministic over inputs its zod schema checks, so the tests hold every provider's objects to it, and the
+ * functions do not carry the validators. The kinds we
  * render are all GA, and a GA kind's schema only gains optional fields from one minor to the next, so this
  * one schema covers every minor the catalog supports. What it cannot see (a field newer than the cluster,
  * an unknown field: the schemas allow extra fields) the API server refuses on server-side apply.
@@ -17,7 +19,7 @@ import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Secret } from 'kubernetes-models/v1/Secret';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
-import { InvalidInputError } from '../errors.ts';
+import { InvalidInputError } from '../../lib/errors.ts';
 
 /** The schema's Kubernetes version (kubernetes-models 5.x). */
 export const SCHEMA_KUBERNETES_VERSION = 'v1.36.0';
