@@ -3,8 +3,8 @@
  * `ccm-migrate upgrade|downgrade` runs it (local engine, default wait and poll intervals), and what each
  * cost: makespan, where it went (the top-level states' spans), the process's CPU, API requests by verb as
  * the twin's API server counted them, state transitions, and the snapshot preflight recorded (what the
- * minimum request count is computed from). The twin and the orchestrator share this process, so the CPU is
- * both of theirs.
+ * minimum request count is computed from). The twin runs in a process of its own (bench/twin-process.ts):
+ * the orchestrator's CPU is this process's, the twin's is the child's.
  */
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -19,8 +19,8 @@ import {
 import { type Snapshot, SnapshotSchema } from '../lib/steps/snapshot.ts';
 import { LocalRunStore } from '../lib/store/local-store.ts';
 import type { TwinSpec } from '../lib/twin/spec.ts';
-import { type RunningTwin, startTwin } from '../lib/twin/twin.ts';
 import { exampleSpec, scratchDir, ZERO_LATENCIES } from './specs.ts';
+import { startTwinProcess, type TwinProcess } from './twin-process.ts';
 
 /** A top-level state of the run: when it began (ms after the run's start) and how long it took. */
 export interface Span {
@@ -31,7 +31,10 @@ export interface Span {
 
 export interface RunMeasurement {
   readonly result: MigrationRunResult;
+  /** The orchestrator's CPU over the run (this process). */
   readonly cpuSeconds: number;
+  /** The twin's CPU over the run (its own process). */
+  readonly twinCpuSeconds: number;
   /** Requests per verb; `other` is everything not on a resource: /version and API discovery. */
   readonly requests: Readonly<Record<string, number>>;
   readonly spans: readonly Span[];
@@ -63,12 +66,13 @@ function spanRecorder(): { onEvent: (e: EventLog) => void; spans: Span[] } {
 }
 
 async function measureRun(
-  twin: RunningTwin,
+  twin: TwinProcess,
   run: (opts: MigrationRunOptions) => Promise<MigrationRunResult>,
   opts: Omit<MigrationRunOptions, 'clients' | 'onEvent'>,
 ): Promise<RunMeasurement> {
   const recorder = spanRecorder();
-  const before = twin.api.stats();
+  const before = await twin.stats();
+  const twinCpu = await twin.cpuSeconds();
   const cpu = process.cpuUsage();
   const result = await run({
     ...opts,
@@ -76,8 +80,9 @@ async function measureRun(
     onEvent: recorder.onEvent,
   });
   const used = process.cpuUsage(cpu);
+  const twinCpuSeconds = (await twin.cpuSeconds()) - twinCpu;
   if (result.status !== 'SUCCEEDED') throw new Error(`run ${result.status}: ${result.error?.cause}`);
-  const after = twin.api.stats();
+  const after = await twin.stats();
   const requests: Record<string, number> = {};
   for (const [verb, n] of Object.entries(after.byVerb)) {
     const delta = n - (before.byVerb[verb] ?? 0);
@@ -85,7 +90,13 @@ async function measureRun(
   }
   const onResources = Object.values(requests).reduce((a, b) => a + b, 0);
   requests.other = after.requests - before.requests - onResources;
-  return { result, cpuSeconds: (used.user + used.system) / 1e6, requests, spans: recorder.spans };
+  return {
+    result,
+    cpuSeconds: (used.user + used.system) / 1e6,
+    twinCpuSeconds,
+    requests,
+    spans: recorder.spans,
+  };
 }
 
 export async function measureUpgrade(
@@ -93,7 +104,7 @@ export async function measureUpgrade(
   opts: { maxUnavailable: number; leaderMigration: boolean; downgrade?: boolean },
 ): Promise<UpgradeMeasurement> {
   const dir = await scratchDir('upgrade');
-  const twin = await startTwin({ spec, stateDir: path.join(dir, 'twin') });
+  const twin = await startTwinProcess(spec, path.join(dir, 'twin'));
   try {
     const store = new LocalRunStore(path.join(dir, 'runs'));
     const common = {

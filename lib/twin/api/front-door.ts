@@ -67,8 +67,17 @@ export class RequestLedger {
     this.#requests += 1;
   }
 
+  /** A request on a resource: counted under its verb, and as an access RBAC must allow. */
   access(access: ResourceAccess): void {
     this.#byVerb[access.verb] = (this.#byVerb[access.verb] ?? 0) + 1;
+    this.authorizedAs(access);
+  }
+
+  /**
+   * An access RBAC must allow beside the request's own, not another request (an apply that creates is
+   * authorised as a create too): counted once by verb, the verbs add up to the requests on resources.
+   */
+  authorizedAs(access: ResourceAccess): void {
     const key = JSON.stringify(access);
     const seen = this.#accesses.get(key) ?? { ...access, count: 0 };
     seen.count += 1;

@@ -131,7 +131,7 @@ export async function startApiServer(opts: {
     });
     // An apply that creates is authorised as create too (the patch handler's withAuthorization in
     // k8s.io/apiserver/pkg/endpoints/handlers/patch.go): a Role needs both verbs.
-    if (route.verb === 'patch' && answer.code === 201) ledger.access({ ...access, verb: 'create' });
+    if (route.verb === 'patch' && answer.code === 201) ledger.authorizedAs({ ...access, verb: 'create' });
     // Warning headers as the API server writes them (RFC 7234 code 299, agent -).
     for (const w of answer.warnings ?? []) res.appendHeader('Warning', `299 - ${JSON.stringify(w)}`);
     sendJson(res, answer.code, answer.body, answer.contentType);
