@@ -4,10 +4,11 @@
  * transitions, a long one would hold a Lambda for nothing. Every wait also draws on the invocation's
  * `deadline` (deadline.ts): a wait it cuts ends with DeadlineReached, before Lambda's timeout.
  *
- * A wait can name what it waits on (`wakeOn`): a watch on it wakes the wait at each change, so the change
- * is seen in milliseconds rather than at the next poll, and the poll slows to a fallback. The check gets
- * the latest event the watch delivered, so it can judge the object it carries without reading it again;
- * a watch that fails or ends changes nothing but the latency.
+ * A wait can name what it waits on (`wakeOn`): a watch on it, opened first, delivers the object as it is
+ * (its first look) and then wakes the wait at each change, so the change is seen in milliseconds rather
+ * than at the next poll, and the poll slows to a fallback. The check gets the latest event the watch
+ * delivered, so it can judge the object it carries without reading it: a wait costs one watch, not a read
+ * and then a watch. A watch that fails or ends changes nothing but the latency and the reads.
  */
 import { ClusterUnreachableError, KubeApiThrottledError } from '../errors.ts';
 import type { KubeClients } from './clients.ts';
@@ -127,6 +128,13 @@ async function lookUntil<T>(
   let close: (() => void) | undefined;
   let event: WatchEvent | undefined;
   try {
+    if (opts.wakeOn) {
+      // A watch without a resourceVersion first sends the object as it is now (an ADDED event): that is the
+      // first look, instead of a read of its own. An object that does not exist sends nothing: after a poll
+      // interval the check reads for itself.
+      close = openWatch(opts.wakeOn, alarm);
+      event = await alarm.sleep(Math.min(opts.pollMs, Math.max(0, deadline.remainingMs())));
+    }
     for (;;) {
       try {
         const value = await check(event);
@@ -138,8 +146,6 @@ async function lookUntil<T>(
       }
       const left = deadline.remainingMs();
       if (left <= 0) throw deadline.reached(`still waiting for ${what}${lastTrouble}`);
-      // Only a wait that did not end at its first look pays for a watch.
-      if (opts.wakeOn && !close) close = openWatch(opts.wakeOn, alarm);
       event = await alarm.sleep(
         Math.min(left, alarm.watching ? Math.max(opts.pollMs, WATCHED_POLL_MS) : opts.pollMs),
       );

@@ -1,6 +1,6 @@
 /**
- * waitFor's watch only wakes it early: a watch that cannot be opened, or that drops, leaves the poll to
- * find the change; a change the watch reports ends the wait before the poll would. acrossOutages runs
+ * waitFor's watch is its first look and then only wakes it early: a watch that cannot be opened, or that
+ * drops, leaves the poll to find the change; a change the watch reports ends the wait before the poll would. acrossOutages runs
  * its work again after the API server is back, until the invocation's deadline.
  */
 import type { Watch } from '@kubernetes/client-node';
@@ -13,7 +13,7 @@ import {
 } from '../../lib/errors.ts';
 import type { KubeClients } from '../../lib/kube/clients.ts';
 import { Deadline } from '../../lib/kube/deadline.ts';
-import { acrossOutages, waitFor } from '../../lib/kube/wait.ts';
+import { acrossOutages, latest, waitFor } from '../../lib/kube/wait.ts';
 
 const UNBOUNDED = Deadline.in(Number.POSITIVE_INFINITY);
 
@@ -41,6 +41,50 @@ describe('waitFor', () => {
       wakeOn: { clients: clientsWith(watch), path: '/api/v1/nodes' },
     });
     expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('takes the watch’s first event (the object as it is) as its first look, reading nothing', async () => {
+    let reads = 0;
+    const read = async () => {
+      reads += 1;
+      return { ready: false };
+    };
+    const watch: WatchFn = async (_path, _query, onEvent) => {
+      // As the API server answers a watch without a resourceVersion: the object as it is, at once.
+      setTimeout(() => onEvent('ADDED', { ready: true }, {}), 1);
+      return new AbortController();
+    };
+    const ready = await waitFor(
+      'ready',
+      async (event) => ((await latest(event, read)) as { ready: boolean }).ready,
+      {
+        waitMs: 60_000,
+        pollMs: 30_000,
+        deadline: UNBOUNDED,
+        wakeOn: { clients: clientsWith(watch), path: '/api/v1/nodes' },
+      },
+    );
+    expect(ready).toBe(true);
+    expect(reads).toBe(0);
+  });
+
+  it('reads for itself after a poll interval when the watch sends nothing (no such object yet)', async () => {
+    let reads = 0;
+    const watch: WatchFn = async () => new AbortController();
+    await waitFor(
+      'the second read',
+      async (event) => {
+        await latest(event, async () => ++reads);
+        return reads >= 2;
+      },
+      {
+        waitMs: 5_000,
+        pollMs: 5,
+        deadline: UNBOUNDED,
+        wakeOn: { clients: clientsWith(watch), path: '/api/v1/nodes' },
+      },
+    );
+    expect(reads).toBe(2);
   });
 
   it('falls back to polling when the watch cannot be opened', async () => {
