@@ -34,14 +34,31 @@ export interface KubeClients {
   requests(): number;
 }
 
-function clientsFor(kc: KubeConfig, source: string): KubeClients {
+/**
+ * One API request's limit. A request the API server never answers (a connection black-holed when its
+ * control-plane node went away without a reset) would otherwise hold the step until Lambda's timeout kills
+ * it mid-write; cut here it is ClusterUnreachable, which the waits and retries ride out. Twice this fits in
+ * the margin a step keeps after its deadline (lib/steps/time-budget.ts: the look in flight, then the
+ * cleanup's). Watches are not cut: they have their own inactivity timeout.
+ */
+export const REQUEST_TIMEOUT_MS = 10_000;
+
+export interface ClientOptions {
+  /** @default REQUEST_TIMEOUT_MS */
+  readonly requestTimeoutMs?: number;
+}
+
+function clientsFor(kc: KubeConfig, source: string, opts: ClientOptions = {}): KubeClients {
   const server = kc.getCurrentCluster()?.server;
   if (!server) throw new InvalidInputError(`${source} has no current cluster with a server address`);
-  // Every request of every generated client authenticates through the KubeConfig: count there.
+  const timeoutMs = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  // Every request of every generated client authenticates through the KubeConfig: count and bound it there
+  // (a watch authenticates there too, but fetches with its own signal).
   let requests = 0;
   const authenticate = kc.applySecurityAuthentication.bind(kc);
   kc.applySecurityAuthentication = (context) => {
     requests += 1;
+    if (!context.getSignal()) context.setSignal(AbortSignal.timeout(timeoutMs));
     return authenticate(context);
   };
   return {
@@ -71,7 +88,11 @@ function useContext(kc: KubeConfig, context: string | undefined, source: string)
 }
 
 /** Clients from a kubeconfig file; a missing or unreadable file is bad input, named by its path only. */
-export function clientsFromKubeconfigFile(file: string, context?: string): KubeClients {
+export function clientsFromKubeconfigFile(
+  file: string,
+  context?: string,
+  opts: ClientOptions = {},
+): KubeClients {
   const kc = new KubeConfig();
   try {
     kc.loadFromFile(file);
@@ -82,7 +103,7 @@ export function clientsFromKubeconfigFile(file: string, context?: string): KubeC
     );
   }
   useContext(kc, context, `kubeconfig ${file}`);
-  return clientsFor(kc, `kubeconfig ${file}`);
+  return clientsFor(kc, `kubeconfig ${file}`, opts);
 }
 
 /** Clients from kubeconfig text (a secret's value). `source` names it in errors, e.g. the secret's ARN. */

@@ -50,6 +50,8 @@ function networkCode(err: unknown): string | undefined {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && NETWORK_CODES.has(code)) return code;
   }
+  // A request past REQUEST_TIMEOUT_MS (clients.ts): its signal aborts it with a TimeoutError.
+  if ((err as { name?: unknown } | undefined)?.name === 'TimeoutError') return 'no answer in time';
   const message = err instanceof Error ? err.message : '';
   return /fetch failed|socket hang up|other side closed/i.test(message) ? 'connection failed' : undefined;
 }
