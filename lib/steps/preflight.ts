@@ -844,11 +844,7 @@ export async function preflight(
  * itself (a kubelet flipped that never came back, the process cut while it waited): it goes on with its
  * first preflight's plan, so that the steps wait for the node and roll back what the run changed.
  */
-function resumedDespite(
-  err: unknown,
-  recorded: unknown,
-  ctx: StepContext,
-): { plan: PreflightResult } {
+function resumedDespite(err: unknown, recorded: unknown, ctx: StepContext): { plan: PreflightResult } {
   const plan = recorded === undefined ? undefined : SnapshotSchema.parse(recorded).plan;
   if (!(err instanceof NodesNotReadyError) || plan === undefined) throw err;
   ctx.progress({

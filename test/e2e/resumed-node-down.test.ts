@@ -9,9 +9,9 @@ import { afterEach, expect, it } from 'vitest';
 import { PreflightFailedError } from '../../lib/errors.ts';
 import { Deadline } from '../../lib/kube/deadline.ts';
 import { localContext } from '../../lib/local/context.ts';
-import { runStep } from '../../lib/steps/index.ts';
-import type { Progress } from '../../lib/steps/context.ts';
 import { isNodeReady } from '../../lib/steps/cluster.ts';
+import type { Progress } from '../../lib/steps/context.ts';
+import { runStep } from '../../lib/steps/index.ts';
 import { FIXTURES, fixtureSpec } from '../twin/running-twin.ts';
 import { type E2E, startE2E } from './harness.ts';
 
