@@ -120,7 +120,7 @@ const GRACE_MS = 2_000;
  * its lease stops leading, as a real one does, and the next takes the lease up to a lease duration after
  * the API is back (seed 1126: a 1.1 s interval right after a 1.7 s outage, with a 1 s lease).
  */
-function ofTheRuns(
+export function ofTheRuns(
   s: Scenario,
   at: { t0: number; runsFrom: number; leaseMs: number },
   v: Violation,
