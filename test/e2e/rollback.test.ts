@@ -9,7 +9,7 @@ import type { EventLog } from '../../lib/local/engine.ts';
 import { UPGRADE_STATES } from '../../state-machines/upgrade.ts';
 import { apiServersUnderTest } from '../real-api.ts';
 import { eventually, FIXTURES, fixtureSpec, isReady, KUBELET_FLAGS } from '../twin/running-twin.ts';
-import { type E2E, nodeFiles, startE2E } from './harness.ts';
+import { type E2E, FAST_RETRIES, nodeFiles, startE2E } from './harness.ts';
 
 let e2e: E2E | undefined;
 afterEach(async () => {
@@ -134,6 +134,9 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
       const progress: string[] = [];
       const result = await e2e.upgrade({
         waitMs: 300,
+        // The short waits are for the restore on the node that never returns; preflight's agent Jobs get
+        // pauses long enough for a loaded CI machine (its 9 tries of 0.3 s ran out there once).
+        retryIntervalOverrides: { ...FAST_RETRIES, [UPGRADE_STATES.preflight]: 1000 },
         onProgress: (p) => progress.push(`${p.node ?? ''}: ${p.message}`),
       });
 
