@@ -4,7 +4,7 @@
  * told apart. Here the twin runs in a child process (bench/twin-process-child.ts) and the bench reads its API
  * counts and CPU over IPC; the orchestrator's CPU is this process's own.
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { ApiServerStats } from '../lib/twin/api/front-door.ts';
 import type { TwinSpec } from '../lib/twin/spec.ts';
@@ -45,21 +45,21 @@ export async function startTwinProcess(spec: TwinSpec, stateDir: string): Promis
   child.send({ spec, stateDir });
   const kubeconfigPath = await ready;
   let next = 0;
-  const ask = (proc: ChildProcess, op: TwinRequest['op']): Promise<unknown> =>
+  const ask = (op: TwinRequest['op']): Promise<unknown> =>
     new Promise((resolve) => {
       const id = next++;
       pending.set(id, (result) => {
         pending.delete(id);
         resolve(result);
       });
-      proc.send({ id, op } satisfies TwinRequest);
+      child.send({ id, op } satisfies TwinRequest);
     });
   return {
     kubeconfigPath,
-    stats: async () => (await ask(child, 'stats')) as ApiServerStats,
-    cpuSeconds: async () => (await ask(child, 'cpu')) as number,
+    stats: async () => (await ask('stats')) as ApiServerStats,
+    cpuSeconds: async () => (await ask('cpu')) as number,
     stop: async () => {
-      await ask(child, 'stop');
+      await ask('stop');
       await exited;
     },
   };
