@@ -54,12 +54,16 @@ function taintUninitialized(ctx: StepContext, name: string): Promise<void> {
           ? { op: 'add', path: '/spec/taints/-', value: TAINT }
           : { op: 'add', path: '/spec/taints', value: [TAINT] },
       ];
-      await call(`taint node ${name} uninitialized`, () =>
-        ctx.clients.core.patchNode(
-          { name, body: patch },
-          setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+      // Deleted between the read and the patch: the same verdict as a deletion seen by the read.
+      const patched = await orNotFound(
+        call(`taint node ${name} uninitialized`, () =>
+          ctx.clients.core.patchNode(
+            { name, body: patch },
+            setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+          ),
         ),
       );
+      if (!patched) throw new VerificationFailedError(nodeDeletedMessage([name]));
     },
     { guardedPatch: true, deadline: ctx.deadline },
   );
