@@ -27,6 +27,8 @@ export function forEachNode(
     fields?: Fields;
     /** Fixed values for every item (e.g. the leader migration phase the step runs). */
     constants?: Readonly<Record<string, string | boolean>>;
+    /** A second step each item runs once the first succeeded, with the same payload, in the same slot. */
+    then?: { readonly taskName: string; readonly step: StepId };
   },
 ): sfn.Map {
   const extra = opts.fields ?? {};
@@ -42,14 +44,15 @@ export function forEachNode(
     ...Object.keys(extra).map((k) => [k, `$.${k.slice(0, -2)}`]),
     ...Object.keys(constants).map((k) => [`${k}.$`, `$.${k}`]),
   ]);
-  map.itemProcessor(
+  const task = (stateName: string, step: StepId) =>
     opts.stepTask(scope, {
-      stateName: opts.taskName,
-      step: opts.step,
+      stateName,
+      step,
       payload: sfn.TaskInput.fromObject({ ...IDS, ...itemFields, 'node.$': '$.node' }),
       resultPath: sfn.JsonPath.DISCARD,
-    }),
-  );
+    });
+  const first = task(opts.taskName, opts.step);
+  map.itemProcessor(opts.then ? first.next(task(opts.then.taskName, opts.then.step)) : first);
   return map;
 }
 

@@ -6,8 +6,11 @@
  * no kube-controller-manager runs the in-tree cloud loops any more. Kubelets flip last: until then new nodes
  * register with the in-tree kubelet and need no CCM, and afterwards the CCM is there to initialise them.
  * The CCM starts without its cloud-node-lifecycle controller (which deletes a NotReady Node whose lookup
- * says it does not exist) and gets it only after it initialised every node again, in batches: a CCM that
- * cannot find an instance fails the run instead of deleting the Node.
+ * says it does not exist) and gets it only after it initialised every node again: a CCM that cannot find an
+ * instance fails the run instead of deleting the Node. Each node is initialised right after its own kubelet
+ * flipped, in the flip's slot: not before (an external kubelet's node-IP annotation narrows the addresses
+ * the CCM sets), and not after every flip, which would queue all nodes behind the CCM's node-sync workers
+ * once the restarts are over instead of while they run.
  *
  * On a replicated control plane (preflight decides: more than one control-plane node, Kubernetes 1.24+) the
  * cloud controllers are handed over by controller manager leader migration instead (KEP-2436; kubernetes.io
@@ -49,8 +52,9 @@ export const UPGRADE_STATES = {
   startCcmMigrating: 'Start the CCM under leader migration',
   ccmRuns: 'Note that the CCM runs: a rollback can hand back',
   activate: 'Start the CCM',
-  kubelets: 'Flip kubelets, control plane first',
+  kubelets: 'Flip kubelets, control plane first, each node then initialised by the CCM',
   flipKubelet: 'Flip a kubelet',
+  initialiseFlipped: 'Have the CCM initialise the flipped node',
   verifyNodes: 'Have the CCM initialise every node, in batches',
   verifyNode: 'Have the CCM initialise a node',
   completeCcm: 'Give the CCM its full controller set',
@@ -223,7 +227,12 @@ export function upgradeDefinition(
     resultPath: HAND_BACK_PATH,
   });
   /** A step for every node, control-plane nodes first, maxUnavailable at a time. */
-  const inBatches = (mapName: string, taskName: string, step: StepId): sfn.Map =>
+  const inBatches = (
+    mapName: string,
+    taskName: string,
+    step: StepId,
+    then?: { taskName: string; step: StepId },
+  ): sfn.Map =>
     catchRollingBack(
       forEachNode(scope, {
         mapName,
@@ -232,12 +241,18 @@ export function upgradeDefinition(
         step,
         stepTask,
         concurrency: { maxConcurrencyPath: '$.maxUnavailable' },
+        ...(then ? { then } : {}),
       }),
     );
-  // The whole flip takes ⌈nodes / maxUnavailable⌉ kubelet restarts (a kubelet restart stops no pod).
-  const kubelets = inBatches(S.kubelets, S.flipKubelet, 'flip-kubelet');
   // No Node deleted until the CCM has seen every node (lib/steps/verify-node.ts): it runs without its
-  // node-lifecycle controller until each node was initialised by it again.
+  // node-lifecycle controller until each node was initialised by it again. The whole flip takes
+  // ⌈nodes / maxUnavailable⌉ kubelet restarts (a kubelet restart stops no pod), each node's initialisation
+  // overlapping the other slots' restarts.
+  const kubelets = inBatches(S.kubelets, S.flipKubelet, 'flip-kubelet', {
+    taskName: S.initialiseFlipped,
+    step: 'verify-node',
+  });
+  // A cluster external before the run: only the initialisation, as the upgrade would have done it.
   const verifyNodes = inBatches(S.verifyNodes, S.verifyNode, 'verify-node');
   const completeCcm = catchRollingBack(
     stepTask(scope, {
@@ -260,8 +275,8 @@ export function upgradeDefinition(
     }),
   );
 
-  controlPlane.next(activate).next(kubelets).next(verifyNodes);
-  verifyNodes.next(completeCcm).next(verify);
+  controlPlane.next(activate).next(kubelets).next(completeCcm).next(verify);
+  verifyNodes.next(completeCcm);
   const migrate = stage.next(
     new sfn.Choice(scope, S.useLeaderMigration, { stateName: S.useLeaderMigration })
       .when(

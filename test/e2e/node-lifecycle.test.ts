@@ -141,8 +141,13 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
     let deleted: Promise<unknown> | undefined;
     const result = await e2e.upgrade({
       onEvent: (event) => {
-        // Someone (a cloud controller, an operator) deletes the Node while its kubelet runs on.
-        if (event.type === 'StateEntered' && event.state.name === UPGRADE_STATES.verifyNodes) {
+        // Someone (a cloud controller, an operator) deletes the Node once its kubelet flipped, while it runs
+        // on (a kubelet restarted after that would register it again).
+        if (
+          event.type === 'StateEntered' &&
+          event.state.name === UPGRADE_STATES.initialiseFlipped &&
+          (event.state.input as { node?: string }).node === WORKER
+        ) {
           deleted ??= t.core.deleteNode({ name: WORKER });
         }
       },

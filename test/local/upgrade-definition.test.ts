@@ -19,7 +19,7 @@ const preflight = async (): Promise<unknown> => ({
 });
 
 describe('the upgrade definition, run by the local engine', () => {
-  it('runs the steps in order, control-plane nodes one at a time, then every kubelet and every node check, control plane first', async () => {
+  it('runs the steps in order, control-plane nodes one at a time, then every kubelet, each node checked after its flip, control plane first', async () => {
     const { calls, handlers } = recording(STEP_IDS, { preflight });
 
     const result = await runLocally({ workflow, handlers, input });
@@ -34,12 +34,20 @@ describe('the upgrade definition, run by the local engine', () => {
       'move-control-plane-node:cp-3',
     ]);
     expect(order[5]).toBe('activate-ccm');
+    const kubelets = order.slice(6, 18);
+    const flips = kubelets.filter((c) => c.startsWith('flip-kubelet:'));
     // maxUnavailable 2: the Map starts items in order, so every control-plane kubelet starts before a worker's.
-    expect(order.slice(6, 9)).toEqual(['flip-kubelet:cp-1', 'flip-kubelet:cp-2', 'flip-kubelet:cp-3']);
-    expect(order.slice(9, 12).sort()).toEqual(['flip-kubelet:w-1', 'flip-kubelet:w-2', 'flip-kubelet:w-3']);
-    // Then the CCM initialises every node again, in the same batches, before it gets its lifecycle controller.
-    expect(order.slice(12, 15)).toEqual(['verify-node:cp-1', 'verify-node:cp-2', 'verify-node:cp-3']);
-    expect(order.slice(15, 18).sort()).toEqual(['verify-node:w-1', 'verify-node:w-2', 'verify-node:w-3']);
+    expect(flips.slice(0, 3)).toEqual(['flip-kubelet:cp-1', 'flip-kubelet:cp-2', 'flip-kubelet:cp-3']);
+    expect(flips.slice(3).sort()).toEqual(['flip-kubelet:w-1', 'flip-kubelet:w-2', 'flip-kubelet:w-3']);
+    // The CCM initialises each node again right after its own flip, in the flip's slot, before it gets its
+    // lifecycle controller.
+    for (const node of ['cp-1', 'cp-2', 'cp-3', 'w-1', 'w-2', 'w-3']) {
+      const verified = kubelets.indexOf(`verify-node:${node}`);
+      expect(verified, node).toBeGreaterThan(kubelets.indexOf(`flip-kubelet:${node}`));
+    }
+    // A slot holds its node until the check is done: the third flip waits for a node's check.
+    const firstChecked = Math.min(kubelets.indexOf('verify-node:cp-1'), kubelets.indexOf('verify-node:cp-2'));
+    expect(kubelets.indexOf('flip-kubelet:cp-3')).toBeGreaterThan(firstChecked);
     expect(order.slice(18)).toEqual(['activate-ccm', 'verify', 'finalize']);
     expect(calls.filter((c) => c.step === 'activate-ccm').map((c) => c.event.nodeLifecycle)).toEqual([
       undefined,
