@@ -62,6 +62,7 @@ export const AZURE: ProviderDetails = {
   // Route table entries for node podCIDRs (kubenet); pkg/provider/azure_routes.go.
   cloudRoutes: true,
   csiDrivers: ['disk.csi.azure.com', 'file.csi.azure.com'],
+  nodeControllerFlags: false,
   // The CCM runs --controllers=*,-cloud-node: this DaemonSet initialises the nodes.
   nodeManager: {
     daemonSetName: 'cloud-node-manager',

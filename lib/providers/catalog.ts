@@ -85,6 +85,12 @@ export interface ProviderDetails {
   readonly cloudConfigHostPath?: string;
   /** A per-node component that initialises nodes for the CCM (Azure's cloud-node-manager DaemonSet). */
   readonly nodeManager?: NodeManager;
+  /**
+   * Whether its CCM binary registers k8s.io/cloud-provider's node controller flags (`--concurrent-node-syncs`,
+   * in cloud-provider v0.27 on); absent: it does. Azure's registers its own flag sets without them
+   * (cmd/cloud-controller-manager/app/options, every release to v1.36): the flag would make it exit.
+   */
+  readonly nodeControllerFlags?: false;
   /** How the CCM takes node IPAM over from kube-controller-manager, for a provider whose CCM can. */
   readonly nodeIpam?: NodeIpamHandover;
   /**

@@ -177,6 +177,32 @@ export function runsNodeLifecycle(args: readonly string[]): boolean {
   return controllerEnabled(parseFlags(args).get('controllers'), NODE_LIFECYCLE_CONTROLLERS);
 }
 
+/**
+ * The cloud-node controller's workers (`--concurrent-node-syncs`, default 1). A run has the CCM initialise
+ * every node again, up to maxUnavailable at a time (lib/steps/verify-node.ts), and one worker takes them
+ * one after another: nodes × an instance lookup, minutes on a few hundred nodes. 10 is what
+ * cloud-provider-gcp's kube-up runs (kops runs 5 for AWS); it also bounds the CCM's periodic address
+ * updates, which go through the same workers.
+ */
+export const CCM_NODE_SYNCS = 10;
+/** The first CCM releases on k8s.io/cloud-provider v0.27, which brought the flag (1.26's has one worker). */
+const NODE_SYNCS_FLAG_MINOR = 27;
+
+/**
+ * `--concurrent-node-syncs` where the CCM takes it (an unknown flag makes a CCM exit): a binary with
+ * cloud-provider's node controller flags, from its 1.27 release, running the catalog's image (an override
+ * may be any build, and then keeps the default).
+ */
+function nodeSyncsFlag(
+  facts: ProviderFacts,
+  input: z.output<typeof RenderInputSchema>,
+): Record<string, string> {
+  const { minor } = ccmImageFor(input.provider, input.kubernetesVersion);
+  const overridden = input.images?.[facts.containerName] !== undefined;
+  const takesIt = facts.nodeControllerFlags !== false && minor >= NODE_SYNCS_FLAG_MINOR && !overridden;
+  return takesIt ? { 'concurrent-node-syncs': String(CCM_NODE_SYNCS) } : {};
+}
+
 /** The CCM Deployment set up for this input (a copy: the cached manifest is never changed). */
 function deployment(
   obj: KubeObject,
@@ -202,6 +228,7 @@ function deployment(
     'cluster-name': input.clusterName,
     'cloud-config': input.cloudConfigHostPath ?? (cloudConfig === undefined ? null : configFile),
     ...ccmNodeNetworkFlags(facts, input.nodeNetwork),
+    ...nodeSyncsFlag(facts, input),
   });
   const ready = { ...container, args: input.nodeLifecycle ? args : withoutNodeLifecycle(args) };
   if (cloudConfig !== undefined) {

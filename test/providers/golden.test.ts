@@ -96,7 +96,8 @@ const GOLDEN: readonly Golden[] = [
     },
     roleFile: 'gcp/cloud-provider-gcp/deploy/packages/default/manifest.yaml',
     flags: {
-      added: { 'configure-cloud-routes': 'false' },
+      // kube-up runs 10 node-sync workers too; kops leaves the default.
+      added: { 'concurrent-node-syncs': '10', 'configure-cloud-routes': 'false' },
       // By default KCM keeps node IPAM; render adds these back on request (see render.test.ts).
       removed: ['allocate-node-cidrs', 'cidr-allocator-type', 'cluster-cidr'],
       changed: {
@@ -124,7 +125,13 @@ const GOLDEN: readonly Golden[] = [
     },
     flags: {
       // Said explicitly (its default is true): render carries kube-controller-manager's routes over, or none.
-      added: { 'cluster-name': 'k8s', 'configure-cloud-routes': 'false', 'leader-elect': 'true' },
+      // The node-sync workers: a run has the CCM initialise every node again (render.ts, CCM_NODE_SYNCS).
+      added: {
+        'cluster-name': 'k8s',
+        'concurrent-node-syncs': '10',
+        'configure-cloud-routes': 'false',
+        'leader-elect': 'true',
+      },
       removed: [],
       changed: { 'cloud-config': `${RENDERED_CONFIG}/vsphere.conf` },
     },
@@ -168,7 +175,8 @@ const GOLDEN: readonly Golden[] = [
     roleFile: null,
     flags: {
       // Said explicitly (its default is true): render carries kube-controller-manager's routes over, or none.
-      added: { 'cluster-name': 'k8s', 'configure-cloud-routes': 'false' },
+      // The node-sync workers: a run has the CCM initialise every node again (render.ts, CCM_NODE_SYNCS).
+      added: { 'cluster-name': 'k8s', 'concurrent-node-syncs': '10', 'configure-cloud-routes': 'false' },
       // In-cluster ServiceAccount and delegated authentication instead of a kubeconfig and TLS files.
       removed: [
         'authentication-kubeconfig',

@@ -315,6 +315,26 @@ describe('renderCcmObjects (every provider)', () => {
     );
   });
 
+  it('gives the CCM 10 node-sync workers where its binary takes the flag: 1.27 on, not Azure, not an override', () => {
+    const syncs = (input: Partial<RenderInput>) =>
+      (containerOf(renderCcmObjects({ ...BASE, cloudConfig: CLOUD_CONF, ...input }))?.args ?? []).filter((a) =>
+        a.startsWith('--concurrent-node-syncs'),
+      );
+    const ten = ['--concurrent-node-syncs=10'];
+    // k8s.io/cloud-provider v0.27 brought the flag: a 1.26 CCM would exit on it.
+    expect(syncs({ provider: 'aws', kubernetesVersion: 'v1.26.15' })).toEqual([]);
+    expect(syncs({ provider: 'aws', kubernetesVersion: 'v1.27.3' })).toEqual(ten);
+    expect(syncs({ provider: 'openstack', kubernetesVersion: 'v1.25.16' })).toEqual([]);
+    for (const provider of ['gcp', 'vsphere', 'ibm', 'openstack'] as const) {
+      expect(syncs({ provider, kubernetesVersion: 'v1.29.4' }), provider).toEqual(ten);
+    }
+    // Azure's binary registers no node controller flags (its cloud-node-manager initialises the nodes).
+    expect(syncs({ provider: 'azure', kubernetesVersion: 'v1.29.4', cloudConfig: '{}' })).toEqual([]);
+    // An override may be any build: it keeps the default.
+    const images = { 'cloud-controller-manager': 'mirror.corp/gcp-ccm:v29.0.0' };
+    expect(syncs({ provider: 'gcp', kubernetesVersion: 'v1.29.4', images })).toEqual([]);
+  });
+
   it('lets the GCP CCM take CloudAllocator node IPAM over (and no other provider’s)', () => {
     const base = { ...BASE, provider: 'gcp' as const, kubernetesVersion: 'v1.30.4' };
     expect(containerOf(renderCcmObjects(base))?.args).toContain('--controllers=*,-nodeipam');
