@@ -115,10 +115,17 @@ function fastCopy(example: string, into: string): string {
 const examples = readdirSync(EXAMPLES)
   .filter((f) => f.endsWith('.yaml'))
   .sort();
+/**
+ * The specs also migrated here, through the commands: the demo's HA cluster (leader migration) and Azure's
+ * (its cloud-node-manager, 1.29's gates). Every provider's migration runs on the real server in
+ * test/e2e/providers.test.ts; here the others are served and read with kubectl, which is what only this
+ * test checks of them.
+ */
+const MIGRATED = new Set(['aws-ha.yaml', 'azure.yaml']);
 
 describe.runIf(realApiRuns())('ccm-migrate twin serve --real-api', () => {
   it.each(examples)(
-    'serves %s from a real kube-apiserver; kubectl works; upgrade then downgrade leave every file and no violation',
+    'serves %s from a real kube-apiserver; kubectl works; where migrated, upgrade then downgrade leave every file and no violation',
     async (file) => {
       dir = await mkdtemp(path.join(os.tmpdir(), 'ccm-migrate-real-cli-'));
       const specFile = fastCopy(path.join(EXAMPLES, file), dir);
@@ -146,6 +153,12 @@ describe.runIf(realApiRuns())('ccm-migrate twin serve --real-api', () => {
         spec.nodeGroups.reduce((n, g) => n + nodeNames(g).length, 0),
       );
 
+      const stop = async () => {
+        served.process.kill('SIGTERM');
+        expect(await served.exit).toBe(0);
+        expect(await processesIn(stateDir)).toEqual([]);
+      };
+      if (!MIGRATED.has(file)) return stop();
       const start = nodeFileHashes(stateDir);
       const runs = path.join(dir, 'runs');
       const common = ['--cluster-id', spec.name, '--kubeconfig', kubeconfig, '--state-dir', runs, '--yes'];
@@ -159,9 +172,7 @@ describe.runIf(realApiRuns())('ccm-migrate twin serve --real-api', () => {
         expect(new Map([...now].filter(([f]) => start.has(f)))).toEqual(start);
       }
       expect(cloudControllerViolations(stateDir, upgradeStarted)).toEqual([]);
-      served.process.kill('SIGTERM');
-      expect(await served.exit).toBe(0);
-      expect(await processesIn(stateDir)).toEqual([]);
+      await stop();
     },
     180_000,
   );

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { restoreProblems } from '../../lib/steps/downgrade-preflight.ts';
 import { SnapshotSchema } from '../../lib/steps/snapshot.ts';
 import { LocalRunStore } from '../../lib/store/local-store.ts';
-import { apiServersUnderTest } from '../real-api.ts';
+import { apiServersUnderTest, IN_PROCESS } from '../real-api.ts';
 import { FIXTURES, fixtureSpec } from '../twin/running-twin.ts';
 import { type E2E, nodeFiles, originalsOnly, startE2E } from './harness.ts';
 
@@ -64,6 +64,30 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
       expect(e2e.t.twin.monitor.violations().filter((v) => v.kind !== 'api-unavailable')).toEqual([]);
     });
 
+    it('changes nothing when run again, and says the cluster is already in-tree', async () => {
+      e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini), server);
+      expect((await e2e.upgrade()).status).toBe('SUCCEEDED');
+      expect((await e2e.downgrade()).status).toBe('SUCCEEDED');
+      const files = await nodeFiles(e2e.t);
+      const again = await e2e.downgrade();
+      expect(again.status).toBe('SUCCEEDED');
+      expect((again.output as { preflight: { alreadyInTree: boolean } }).preflight.alreadyInTree).toBe(true);
+      expect(await nodeFiles(e2e.t)).toEqual(files);
+    });
+
+    it('refuses a cluster with no upgrade run to undo', async () => {
+      e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini), server);
+      const none = await e2e.downgrade();
+      expect(none.error?.name).toBe('PreflightFailed');
+      expect(none.error?.cause).toMatch(/no finished upgrade of cluster aws-mini/);
+    });
+  });
+});
+
+// Decisions from the run store and the snapshot, refused or taken before the API server matters: the real server
+// serves the full way back and its second run above.
+describe.each([IN_PROCESS])('on the $name', (server) => {
+  describe('ccm-migrate downgrade on the AWS twin', () => {
     it('goes back from the upgrade that changed something when the last upgrade found the cluster external', async () => {
       e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini), server);
       const start = await nodeFiles(e2e.t);
@@ -119,24 +143,6 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
       );
       expect(await nodeFiles(e2e.t)).toEqual(files);
       expect(await clusterObjects(e2e)).toEqual(objects);
-    });
-
-    it('changes nothing when run again, and says the cluster is already in-tree', async () => {
-      e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini), server);
-      expect((await e2e.upgrade()).status).toBe('SUCCEEDED');
-      expect((await e2e.downgrade()).status).toBe('SUCCEEDED');
-      const files = await nodeFiles(e2e.t);
-      const again = await e2e.downgrade();
-      expect(again.status).toBe('SUCCEEDED');
-      expect((again.output as { preflight: { alreadyInTree: boolean } }).preflight.alreadyInTree).toBe(true);
-      expect(await nodeFiles(e2e.t)).toEqual(files);
-    });
-
-    it('refuses a cluster with no upgrade run to undo', async () => {
-      e2e = await startE2E(await fixtureSpec(FIXTURES.awsMini), server);
-      const none = await e2e.downgrade();
-      expect(none.error?.name).toBe('PreflightFailed');
-      expect(none.error?.cause).toMatch(/no finished upgrade of cluster aws-mini/);
     });
 
     it('knows the snapshot’s in-tree flags cannot start on a version without the provider', async () => {
