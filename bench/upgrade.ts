@@ -4,8 +4,8 @@
  * (bench/upgrade-run.ts):
  * - makespan against its lower bound, upgrade and then downgrade of the same twin, 3 + 50 nodes in batches
  *   of 5, at the realistic profile (time-compressed, target ≤ 1.05×) and at the short one (≤ 1.10×), with
- *   where the time went; in the full run also 3 + 500 in batches of 50 (10 %) realistic, the example
- *   itself and leader migration at the short profile;
+ *   where the time went; in the full run also 3 + 500 realistic in batches of 25 and 50 (5 and 10 %), up
+ *   and back, the example itself and leader migration at the short profile;
  * - the orchestration's own cost: the 3 + 50 upgrade with every latency at zero, wall time and CPU;
  * - the short 3 + 50 run's API requests and state transitions (bench/migration-cost.ts).
  * Timed figures are the median of 3 runs, 1 in --quick; requests and transitions are the median run's.
@@ -155,14 +155,16 @@ export async function benchUpgrade(opts: { quick: boolean }): Promise<BenchRow[]
   ];
   if (opts.quick) return rows;
 
-  const fiveHundred: Case = {
-    spec: await exampleSpec({ workers: 500, latencies: realisticLatencies() }),
-    maxUnavailable: 50,
-    leaderMigration: false,
-    downgrade: false,
-    target: 1.05,
-  };
-  const fiveHundredRuns = await measure(fiveHundred, 1);
+  const fiveHundredSpec = await exampleSpec({ workers: 500, latencies: realisticLatencies() });
+  const fiveHundredRows: BenchRow[] = [];
+  for (const maxUnavailable of [25, 50]) {
+    const fiveHundred: Case = { ...realistic, spec: fiveHundredSpec, maxUnavailable };
+    const fiveHundredRuns = await measure(fiveHundred, 1);
+    fiveHundredRows.push(
+      ...caseRows(fiveHundred, fiveHundredRuns),
+      ...transitionRows(medianRun(fiveHundredRuns), labelOf(fiveHundred)),
+    );
+  }
   const example: Case = {
     spec: await exampleSpec(),
     maxUnavailable: 2,
@@ -172,8 +174,7 @@ export async function benchUpgrade(opts: { quick: boolean }): Promise<BenchRow[]
   const migrating: Case = { ...example, leaderMigration: true };
   return [
     ...rows,
-    ...caseRows(fiveHundred, fiveHundredRuns),
-    ...transitionRows(medianRun(fiveHundredRuns), labelOf(fiveHundred)),
+    ...fiveHundredRows,
     ...caseRows(example, await measure(example, runs)),
     ...caseRows(migrating, await measure(migrating, runs)),
   ];
