@@ -37,13 +37,12 @@ export interface LocalRunResult {
 }
 
 /**
- * Events that Step Functions bills as a state transition. The engine reports a Map's inner states only as
- * its iterations; each iteration of our Maps enters one Task, so an iteration is one transition.
+ * Events that Step Functions bills as a state transition: every state entered, those inside a Map's
+ * iterations included (the engine reports them too), and every retry. An inline Map's iteration itself is
+ * not billed ("Transitions", Step Functions developer guide), so an iteration's start is not counted.
  */
 function isTransition(event: EventLog): boolean {
-  return (
-    event.type === 'StateEntered' || event.type === 'StateRetried' || event.type === 'MapIterationStarted'
-  );
+  return event.type === 'StateEntered' || event.type === 'StateRetried';
 }
 
 /** Validating a definition costs 0.1–0.2 s; a machine runs any number of executions, so build it once. */

@@ -101,6 +101,17 @@ describe('the upgrade definition, run by the local engine', () => {
     ]);
   });
 
+  it('counts the states entered, a Map’s inner ones too, but not its iterations (Step Functions bills no inline iteration)', async () => {
+    const external = async () => ({ alreadyExternal: true, kubeletOrder: ['cp-1', 'w-1'] });
+    const { handlers } = recording(STEP_IDS, { preflight: external });
+
+    const result = await runLocally({ workflow, handlers, input });
+
+    // Check the cluster, Is it already external?, the node checks' Map and its Task for each of 2 nodes,
+    // the full controller set, Verify, Record the result, Migrated.
+    expect(result.transitions).toBe(9);
+  });
+
   it('retries a step that is not ready yet and counts each retry as a transition', async () => {
     let attempts = 0;
     const { handlers } = recording(STEP_IDS, {
