@@ -317,8 +317,8 @@ describe('renderCcmObjects (every provider)', () => {
 
   it('gives the CCM 10 node-sync workers where its binary takes the flag: 1.27 on, not Azure, not an override', () => {
     const syncs = (input: Partial<RenderInput>) =>
-      (containerOf(renderCcmObjects({ ...BASE, cloudConfig: CLOUD_CONF, ...input }))?.args ?? []).filter((a) =>
-        a.startsWith('--concurrent-node-syncs'),
+      (containerOf(renderCcmObjects({ ...BASE, cloudConfig: CLOUD_CONF, ...input }))?.args ?? []).filter(
+        (a) => a.startsWith('--concurrent-node-syncs'),
       );
     const ten = ['--concurrent-node-syncs=10'];
     // k8s.io/cloud-provider v0.27 brought the flag: a 1.26 CCM would exit on it.
