@@ -3,6 +3,7 @@
  * (the host filesystem mounted into the Job's pod); in the twin it is the node's directory. Every answer
  * fits the termination message, the one channel back to the orchestrator.
  */
+import { withHostLock } from './host-lock.ts';
 import { inspect } from './ops/inspect.ts';
 import { readFiles } from './ops/read-files.ts';
 import { failure } from './ops/report.ts';
@@ -14,6 +15,7 @@ import {
   AgentRequestSchema,
   type AgentResult,
   type FileReport,
+  type ParsedAgentRequest,
   TERMINATION_MESSAGE_LIMIT,
 } from './protocol.ts';
 
@@ -80,6 +82,13 @@ function cutToBytes(text: string, max: number): string {
   return text.slice(0, end);
 }
 
+/** The operations that change a node's files, one at a time per node (host-lock.ts). */
+function changesFiles(request: ParsedAgentRequest): boolean {
+  const changing =
+    request.op === 'set-flags' || request.op === 'restore' || request.op === 'translate-cloud-config';
+  return changing && !request.dryRun;
+}
+
 async function dispatch(input: unknown, env: AgentEnvironment): Promise<AgentResult> {
   const parsed = AgentRequestSchema.safeParse(input);
   if (!parsed.success) {
@@ -87,21 +96,24 @@ async function dispatch(input: unknown, env: AgentEnvironment): Promise<AgentRes
     return failure('unknown', `invalid agent request: ${issues.join('; ')}`);
   }
   const request = parsed.data;
-  try {
+  const run = async (): Promise<AgentResult> => {
     switch (request.op) {
       case 'inspect':
-        return await inspect(request, env);
+        return inspect(request, env);
       case 'set-flags':
-        return await setFlags(request, env);
+        return setFlags(request, env);
       case 'restart-kubelet':
         return restartKubelet();
       case 'restore':
-        return await restore(request, env);
+        return restore(request, env);
       case 'translate-cloud-config':
-        return await translateCloudConfig(request, env);
+        return translateCloudConfig(request, env);
       case 'read-files':
-        return await readFiles(request, env);
+        return readFiles(request, env);
     }
+  };
+  try {
+    return changesFiles(request) ? await withHostLock(env.hostRoot, run) : await run();
   } catch (err) {
     return failure(request.op, (err as Error).message);
   }
