@@ -14,20 +14,11 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { processAlive } from '../process-alive.ts';
 import { onHost } from './files.ts';
 
 export const HOST_LOCK_DIR = '/run/ccm-migrate/agent.lock';
 const OWNER = 'owner';
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it runs, as another user.
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 async function ownerOf(dir: string): Promise<number | undefined> {
   const text = await readFile(path.join(dir, OWNER), 'utf8').catch(() => '');
@@ -55,7 +46,7 @@ export async function withHostLock<T>(
     }
     // No owner written yet: the holder is between its mkdir and its write, alive.
     const owner = await ownerOf(dir);
-    if (owner !== undefined && !alive(owner)) {
+    if (owner !== undefined && !processAlive(owner)) {
       await rm(dir, { recursive: true, force: true });
       continue;
     }

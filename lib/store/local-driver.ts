@@ -11,19 +11,10 @@ import os from 'node:os';
 import path from 'node:path';
 import * as z from 'zod';
 import { ClusterLockedError } from '../errors.ts';
+import { processAlive } from '../process-alive.ts';
 
 const DriverSchema = z.object({ pid: z.int().positive(), host: z.string() });
 type Driver = z.infer<typeof DriverSchema>;
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: the process exists, it is someone else's.
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 async function currentDriver(file: string): Promise<Driver | undefined> {
   let text: string;
@@ -57,7 +48,7 @@ export async function claimDriver(clusterDir: string, clusterId: string): Promis
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
     const holder = await currentDriver(file);
-    if (holder && holder.host === me.host && holder.pid !== me.pid && alive(holder.pid)) {
+    if (holder && holder.host === me.host && holder.pid !== me.pid && processAlive(holder.pid)) {
       throw new ClusterLockedError(
         `cluster ${clusterId} is being migrated by process ${holder.pid} on this host: wait for it to end, or stop it and run again to resume (if no such run is active, remove ${file})`,
       );
