@@ -9,8 +9,9 @@ import { realpathSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { awaitGoSignal, type GoSignalOptions } from './go-signal.ts';
 import { failure, withRestartedKubelet } from './ops/report.ts';
-import { AGENT_REQUEST_ENV, type AgentResult, TERMINATION_LOG_ENV } from './protocol.ts';
+import { AGENT_GO_ENV, AGENT_REQUEST_ENV, type AgentResult, TERMINATION_LOG_ENV } from './protocol.ts';
 import { fitResult, runAgent } from './run.ts';
 
 export const HOST_ROOT_ENV = 'CCM_MIGRATE_AGENT_HOST_ROOT';
@@ -114,13 +115,43 @@ async function answer(env: NodeJS.ProcessEnv, run: RunCommand): Promise<AgentRes
   });
 }
 
-/** Run the request of `env`; the process exit code: 0 when the answer is ok. */
+/** The request's op, as far as it can be read, for an answer given without running it. */
+function requestOp(env: NodeJS.ProcessEnv): string {
+  try {
+    const op = (JSON.parse(env[AGENT_REQUEST_ENV] ?? '') as { op?: unknown } | null)?.op;
+    return typeof op === 'string' ? op : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * Run the request of `env`; the process exit code: 0 when the answer is ok. A pre-started agent
+ * (AGENT_GO_ENV set) first waits for its go signal and, without one, refuses having touched nothing.
+ */
 export async function agentMain(
   env: NodeJS.ProcessEnv = process.env,
   run: RunCommand = runCommand,
+  goSignal?: GoSignalOptions,
 ): Promise<number> {
   const log = env[TERMINATION_LOG_ENV] ?? '/dev/termination-log';
   const proc = env[PROC_ENV] ?? '/proc';
+  if (env[AGENT_GO_ENV] !== undefined) {
+    const signal = await awaitGoSignal(env, goSignal);
+    if (!signal.go) {
+      const refused: AgentResult = {
+        op: requestOp(env),
+        ok: false,
+        changed: false,
+        restartKubelet: false,
+        files: [],
+        refused: 'no-go-signal',
+        error: signal.error,
+      };
+      await writeFile(log, JSON.stringify(fitResult(refused)));
+      return 1;
+    }
+  }
   let result = await answer(env, run);
   await writeFile(log, JSON.stringify(result));
   if (result.restartKubelet) {

@@ -17,6 +17,16 @@ export const TERMINATION_LOG_ENV = 'CCM_MIGRATE_AGENT_TERMINATION_LOG';
 /** Environment variables of the Job's launcher (lib/agent/launcher.ts): the bundle's path and its sha256. */
 export const AGENT_BUNDLE_ENV = 'CCM_MIGRATE_AGENT_BUNDLE';
 export const AGENT_SHA256_ENV = 'CCM_MIGRATE_AGENT_SHA256';
+/**
+ * A pre-started agent (a Job created ahead of its node's turn) waits for its go signal: the key named by
+ * this variable (`<namespace>/<configMap>/<key>`) showing in that ConfigMap's data. It reads the ConfigMap
+ * with its pod's ServiceAccount token, the only API access an agent has (lib/kube/agent-account.ts).
+ */
+export const AGENT_GO_ENV = 'CCM_MIGRATE_AGENT_GO';
+/** The ConfigMap that holds the go signals, a key per pre-started Job (its name). */
+export const AGENT_GO_CONFIGMAP = 'ccm-migrate-agent-go';
+/** The ServiceAccount of pre-started agent pods: allowed to read AGENT_GO_CONFIGMAP, nothing else. */
+export const AGENT_SERVICE_ACCOUNT = 'ccm-migrate-agent';
 /** Kubernetes keeps at most 4096 bytes of a termination message. */
 export const TERMINATION_MESSAGE_LIMIT = 4096;
 
@@ -171,10 +181,11 @@ export const FileReportSchema = z.object({
 export type FileReport = z.infer<typeof FileReportSchema>;
 
 /**
- * Why the Job's launcher did not run the agent at all (nothing on the node was touched): the bundle is not
- * the one the Job names by sha256, or the image has no nsenter on PATH.
+ * Why the agent did not run its request at all (nothing on the node was touched): the bundle is not the one
+ * the Job names by sha256, or the image has no nsenter on PATH (the launcher's checks); a pre-started agent
+ * got no go signal (it could not read it, or none came in time).
  */
-export const AgentRefusalSchema = z.enum(['bundle-sha256', 'no-nsenter']);
+export const AgentRefusalSchema = z.enum(['bundle-sha256', 'no-nsenter', 'no-go-signal']);
 export type AgentRefusal = z.infer<typeof AgentRefusalSchema>;
 
 export const AgentResultSchema = z.object({

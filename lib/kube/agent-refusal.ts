@@ -1,9 +1,15 @@
 /**
- * The named error for an agent Job whose launcher refused to run the agent (lib/agent/launcher.ts): it
- * touched nothing on the node, and the operator is told what to do about it.
+ * The named error for an agent Job whose launcher refused to run the agent (lib/agent/launcher.ts), or
+ * whose pre-started agent got no go signal (lib/agent/go-signal.ts): it touched nothing on the node, and
+ * the operator is told what to do about it.
  */
 import type { AgentRefusal } from '../agent/protocol.ts';
-import { AgentBundleMismatchError, AgentImageUnfitError, type CcmMigrateError } from '../errors.ts';
+import {
+  AgentBundleMismatchError,
+  AgentFailedError,
+  AgentImageUnfitError,
+  type CcmMigrateError,
+} from '../errors.ts';
 
 export interface RefusalFacts {
   readonly refusal: AgentRefusal;
@@ -27,6 +33,10 @@ export function refusalError(facts: RefusalFacts): CcmMigrateError {
         `the agent bundle in ConfigMap ${facts.configMap} is not the one this run applied: it was changed since ` +
           `(edited, or replaced by another version of ccm-migrate), so the agent Job did not run it; nothing on node ${facts.node} was changed${detail}. ` +
           `Find out who changed it; the next run applies it again`,
+      );
+    case 'no-go-signal':
+      return new AgentFailedError(
+        `the pre-started agent Job on node ${facts.node} got no go signal, so it ran nothing: nothing on node ${facts.node} was changed${detail}`,
       );
   }
 }
