@@ -15,8 +15,11 @@ import { agentBundle } from '../agent/bundle.ts';
 import { LAUNCHER_COMMAND } from '../agent/launcher.ts';
 import {
   AGENT_BUNDLE_ENV,
+  AGENT_GO_CONFIGMAP,
+  AGENT_GO_ENV,
   AGENT_NAME,
   AGENT_REQUEST_ENV,
+  AGENT_SERVICE_ACCOUNT,
   AGENT_SHA256_ENV,
   type AgentRequest,
   AgentRequestSchema,
@@ -25,6 +28,7 @@ import {
 } from '../agent/protocol.ts';
 import { AgentFailedError, DeadlineReachedError, InvalidInputError, NotReadyYetError } from '../errors.ts';
 import { parseImageReference } from '../providers/image-overrides.ts';
+import { ensureAgentAccount, giveGoSignal } from './agent-account.ts';
 import { refusalError } from './agent-refusal.ts';
 import { applyObjects } from './apply.ts';
 import type { KubeClients } from './clients.ts';
@@ -66,6 +70,8 @@ const RESTORE_DEADLINE_SECONDS = 7 * 24 * 3600;
 const JOB_TTL_SECONDS = 3600;
 /** On each agent Job: the operation it runs. */
 export const AGENT_OP_LABEL = 'ccm-migrate/op';
+/** On a pre-started agent Job: its agent waits for its go signal (lib/kube/agent-account.ts). */
+export const AGENT_PRESTARTED_LABEL = 'ccm-migrate/pre-started';
 const LABELS = { 'app.kubernetes.io/name': AGENT_NAME, 'app.kubernetes.io/managed-by': 'ccm-migrate' };
 const AGENT_LABEL_SELECTOR = labelSelectorOf(LABELS);
 
@@ -154,11 +160,33 @@ async function putBundle(clients: KubeClients, namespace: string): Promise<strin
   return hash;
 }
 
-function agentJob(name: string, namespace: string, bundleSha256: string, opts: AgentJobOptions): V1Job {
+/**
+ * The Job of `opts`. Pre-started: its pod runs as the agent's ServiceAccount with its token (the one API
+ * access an agent has: its go signal) and waits for its go; otherwise no token at all.
+ */
+function agentJob(
+  name: string,
+  namespace: string,
+  bundleSha256: string,
+  opts: Pick<AgentJobOptions, 'node' | 'request' | 'image' | 'timeoutMs'>,
+  prestarted = false,
+): V1Job {
+  const gate: { labels: Record<string, string>; account: object; env: { name: string; value: string }[] } =
+    prestarted
+      ? {
+          labels: { [AGENT_PRESTARTED_LABEL]: 'true' },
+          account: { serviceAccountName: AGENT_SERVICE_ACCOUNT, automountServiceAccountToken: true },
+          env: [{ name: AGENT_GO_ENV, value: `${namespace}/${AGENT_GO_CONFIGMAP}/${name}` }],
+        }
+      : { labels: {}, account: { automountServiceAccountToken: false }, env: [] };
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
-    metadata: { name, namespace, labels: { ...LABELS, [AGENT_OP_LABEL]: opts.request.op } },
+    metadata: {
+      name,
+      namespace,
+      labels: { ...LABELS, [AGENT_OP_LABEL]: opts.request.op, ...gate.labels },
+    },
     spec: {
       backoffLimit: 0,
       activeDeadlineSeconds:
@@ -172,7 +200,7 @@ function agentJob(name: string, namespace: string, bundleSha256: string, opts: A
           nodeName: opts.node,
           restartPolicy: 'Never',
           hostPID: true,
-          automountServiceAccountToken: false,
+          ...gate.account,
           tolerations: [{ operator: 'Exists' }],
           containers: [
             {
@@ -183,6 +211,7 @@ function agentJob(name: string, namespace: string, bundleSha256: string, opts: A
                 { name: AGENT_REQUEST_ENV, value: JSON.stringify(opts.request) },
                 { name: AGENT_BUNDLE_ENV, value: `${BUNDLE_DIR}/${BUNDLE_KEY}` },
                 { name: AGENT_SHA256_ENV, value: bundleSha256 },
+                ...gate.env,
               ],
               securityContext: { privileged: true },
               terminationMessagePolicy: 'File',
@@ -202,7 +231,10 @@ function agentJob(name: string, namespace: string, bundleSha256: string, opts: A
   };
 }
 
-/** Create the Job, or take the one an earlier attempt of the same request created. */
+/**
+ * Create the Job, or take the one an earlier attempt of the same request created, or the one pre-started
+ * for it, which is then told to go (the wait reads it anyway: one being deleted shows there).
+ */
 async function createOrReuse(clients: KubeClients, job: V1Job, namespace: string): Promise<void> {
   const name = job.metadata?.name as string;
   try {
@@ -211,15 +243,36 @@ async function createOrReuse(clients: KubeClients, job: V1Job, namespace: string
     );
   } catch (err) {
     if (httpStatus(err) !== 409) throw err;
-    const existing = await call(`read Job ${namespace}/${name}`, () =>
-      clients.batch.readNamespacedJob({ name, namespace }),
-    );
-    if (existing.metadata?.deletionTimestamp) {
-      throw new NotReadyYetError(
-        `agent Job ${namespace}/${name} of an earlier attempt is still being deleted`,
-      );
-    }
+    await giveGoSignal(clients, namespace, name);
   }
+}
+
+/**
+ * Create `opts`'s Job ahead of its turn: its pod starts (image pulled, container running) and its agent
+ * waits for the go that runAgentJob of the same request gives it, so the pod's start is off the turn's
+ * critical path. It touches nothing on the node before that go. A Job already there (the turn came first,
+ * or an earlier attempt pre-started it) is left as it is.
+ */
+export async function prestartAgentJob(
+  clients: KubeClients,
+  opts: Pick<AgentJobOptions, 'node' | 'request' | 'namespace' | 'image' | 'timeoutMs'>,
+): Promise<void> {
+  const parsed = AgentRequestSchema.safeParse(opts.request);
+  if (!parsed.success)
+    throw new InvalidInputError(`invalid agent request: ${parsed.error.issues[0]?.message}`);
+  const namespace = opts.namespace ?? 'kube-system';
+  // Named as runAgentJob names it, from the request as given: its turn must find this Job.
+  const name = agentJobName(opts.node, opts.request);
+  const [bundleSha256] = await Promise.all([
+    ensureBundle(clients, namespace),
+    ensureAgentAccount(clients, namespace),
+  ]);
+  const job = agentJob(name, namespace, bundleSha256, opts, true);
+  await call(`create Job ${namespace}/${name}`, () =>
+    clients.batch.createNamespacedJob({ namespace, body: job }),
+  ).catch((err: unknown) => {
+    if (httpStatus(err) !== 409) throw err;
+  });
 }
 
 /** Agent Jobs that have not finished (e.g. restores queued on nodes whose kubelet is down). */
@@ -342,6 +395,11 @@ async function runJob(clients: KubeClients, opts: AgentJobOptions, bound: Deadli
               `agent Job ${namespace}/${name} on node ${node} was deleted before it finished`,
             );
           }
+          if (read.metadata?.deletionTimestamp) {
+            throw new NotReadyYetError(
+              `agent Job ${namespace}/${name} of an earlier attempt is still being deleted`,
+            );
+          }
           return read;
         });
         return job && finished(job);
@@ -366,6 +424,13 @@ async function runJob(clients: KubeClients, opts: AgentJobOptions, bound: Deadli
       ? `exit code ${terminated.exitCode}${terminated.reason ? `, ${terminated.reason}` : ''}`
       : `Job ${outcome?.type}${outcome?.reason ? ` (${outcome.reason})` : ''} without a finished pod`;
     throw new AgentFailedError(`agent on node ${node}: no answer from Job ${namespace}/${name} (${how})`);
+  }
+  if (answer.data.refused === 'no-go-signal') {
+    // A pre-started Job whose go came too late, or could not be read: it changed nothing, and it is
+    // deleted by now, so the retry starts the agent afresh.
+    throw new NotReadyYetError(
+      `the pre-started agent Job ${namespace}/${name} on node ${node} got no go signal (${answer.data.error ?? 'no detail'}); nothing on the node was changed, it starts again`,
+    );
   }
   if (answer.data.refused) {
     // The ConfigMap may have changed since it was applied: the next attempt reads it again.

@@ -10,7 +10,10 @@ import { agentBundle } from '../../lib/agent/bundle.ts';
 import { LAUNCHER_COMMAND } from '../../lib/agent/launcher.ts';
 import {
   AGENT_BUNDLE_ENV,
+  AGENT_GO_CONFIGMAP,
+  AGENT_GO_ENV,
   AGENT_REQUEST_ENV,
+  AGENT_SERVICE_ACCOUNT,
   AGENT_SHA256_ENV,
   type AgentRequest,
 } from '../../lib/agent/protocol.ts';
@@ -24,8 +27,10 @@ import {
 import {
   AGENT_CONFIGMAP,
   AGENT_HASH_ANNOTATION,
+  AGENT_PRESTARTED_LABEL,
   agentJobName,
   DEFAULT_AGENT_IMAGE,
+  prestartAgentJob,
   runAgentJob,
 } from '../../lib/kube/agent-job.ts';
 import { clientsFromKubeconfigFile, clientsFromKubeconfigText } from '../../lib/kube/clients.ts';
@@ -262,6 +267,100 @@ describe('runAgentJob against the twin', () => {
     await eventually(() => jobGone(name), { what: 'the reused Job deleted' });
     const rerun = await runAgentJob(t, { node: 'worker-2', request, ...FAST });
     expect(rerun).toMatchObject({ ok: true, changed: false });
+  });
+
+  it('pre-starts a Job whose agent waits for its go, which runAgentJob of the same request gives', async () => {
+    const request: AgentRequest = { op: 'set-flags', runId: 'pre-w1', kubelet: { flags: { v: '4' } } };
+    const name = agentJobName('worker-1', request);
+    const before = await t.readFile('worker-1', FLAGS_ENV);
+    await prestartAgentJob(t, { node: 'worker-1', request });
+    await prestartAgentJob(t, { node: 'worker-1', request }); // a second pre-start leaves the first alone
+
+    const job: V1Job = await t.batch.readNamespacedJob({ name, namespace: NS });
+    expect(job.metadata?.labels?.[AGENT_PRESTARTED_LABEL]).toBe('true');
+    expect(job.spec?.template.spec).toMatchObject({
+      serviceAccountName: AGENT_SERVICE_ACCOUNT,
+      automountServiceAccountToken: true,
+    });
+    expect(job.spec?.template.spec?.containers[0]?.env).toContainEqual({
+      name: AGENT_GO_ENV,
+      value: `${NS}/${AGENT_GO_CONFIGMAP}/${name}`,
+    });
+    // The agent's account: get, list and watch on the go ConfigMap alone.
+    const role = (await t.objects.read({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: AGENT_SERVICE_ACCOUNT, namespace: NS },
+    })) as { rules?: unknown };
+    expect(role.rules).toEqual([
+      {
+        apiGroups: [''],
+        resources: ['configmaps'],
+        verbs: ['get', 'list', 'watch'],
+        resourceNames: [AGENT_GO_CONFIGMAP],
+      },
+    ]);
+    // Its pod runs, and waits: nothing on the node changes before the go.
+    await eventually(
+      async () =>
+        (
+          await t.core.listNamespacedPod({
+            namespace: NS,
+            labelSelector: `batch.kubernetes.io/job-name=${name}`,
+          })
+        ).items[0]?.status?.phase === 'Running',
+      { what: 'the pre-started pod running' },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await t.readFile('worker-1', FLAGS_ENV)).toBe(before);
+    const go = await t.core.readNamespacedConfigMap({ name: AGENT_GO_CONFIGMAP, namespace: NS });
+    expect(go.data?.[name]).toBeUndefined();
+
+    const result = await runAgentJob(t, { node: 'worker-1', request, ...FAST });
+    expect(result).toMatchObject({ ok: true, changed: true });
+    expect(await t.readFile('worker-1', FLAGS_ENV)).not.toBe(before);
+    const given = await t.core.readNamespacedConfigMap({ name: AGENT_GO_CONFIGMAP, namespace: NS });
+    expect(given.data?.[name]).toBe('go');
+  });
+
+  it('starts a pre-started Job again when its agent got no go signal (a pod without its token)', async () => {
+    const request: AgentRequest = { op: 'set-flags', runId: 'pre-w2', kubelet: { flags: { v: '5' } } };
+    const name = agentJobName('worker-2', request);
+    const before = await t.readFile('worker-2', FLAGS_ENV);
+    await prestartAgentJob(t, { node: 'worker-2', request });
+    // The same Job with no token in its pod: its agent cannot read its go, and refuses having changed nothing.
+    const job = await t.batch.readNamespacedJob({ name, namespace: NS });
+    await t.batch.deleteNamespacedJob({ name, namespace: NS, propagationPolicy: 'Background' });
+    await eventually(() => jobGone(name), { what: 'the pre-started Job deleted' });
+    const template = job.spec?.template ?? { spec: { containers: [] } };
+    await t.batch.createNamespacedJob({
+      namespace: NS,
+      body: {
+        metadata: { name, namespace: NS, labels: job.metadata?.labels ?? {} },
+        spec: {
+          ...job.spec,
+          selector: undefined,
+          template: {
+            metadata: { labels: { 'app.kubernetes.io/name': 'ccm-migrate-agent' } },
+            spec: {
+              ...template.spec,
+              containers: template.spec?.containers ?? [],
+              automountServiceAccountToken: false,
+            },
+          },
+        },
+      },
+    });
+    const refused = await runAgentJob(t, { node: 'worker-2', request, ...FAST }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(NotReadyYetError);
+    expect((refused as Error).message).toContain('got no go signal');
+    expect(await t.readFile('worker-2', FLAGS_ENV)).toBe(before);
+    await eventually(() => jobGone(name), { what: 'the refused Job deleted' });
+    // The retry creates the Job afresh, and its agent runs.
+    expect(await runAgentJob(t, { node: 'worker-2', request, ...FAST })).toMatchObject({
+      ok: true,
+      changed: true,
+    });
   });
 });
 

@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import {
   AGENT_BUNDLE_ENV,
+  AGENT_GO_ENV,
   AGENT_REQUEST_ENV,
   AGENT_SHA256_ENV,
   type AgentRefusal,
@@ -27,6 +28,8 @@ interface Container {
 }
 
 interface AgentPodSpec {
+  readonly serviceAccountName?: string;
+  readonly automountServiceAccountToken?: boolean;
   readonly containers?: readonly Container[];
   readonly volumes?: readonly { name: string; configMap?: { name: string } }[];
 }
@@ -89,4 +92,64 @@ export function agentContainerStart(ctx: TwinContext, pod: KubeObject): AgentSta
         'bundle-sha256',
         `the bundle ${file} has sha256 ${actual}, the Job expects ${expected || 'none'}`,
       );
+}
+
+/**
+ * A pre-started agent (its container's environment names a go signal, `<namespace>/<configMap>/<key>`):
+ * what it waits for before it runs. It reads the signal with its pod's ServiceAccount token, so a pod
+ * without one (automount off, on the pod or else its ServiceAccount) never gets it and refuses, as the
+ * real agent does once its wait is over; the twin answers at once. The in-process twin authorises every
+ * request (as its access reviews say); a real-API twin's kube-apiserver refused the pod already if its
+ * ServiceAccount did not exist. Resolves with 'run' once the key shows in the ConfigMap, with a refusal,
+ * or with undefined once the pod is gone (`gone`).
+ */
+export function awaitAgentGo(
+  ctx: TwinContext,
+  pod: KubeObject,
+  gone: () => boolean,
+): Promise<AgentStart | undefined> {
+  const spec = pod.spec as AgentPodSpec;
+  const container = spec.containers?.[0] ?? {};
+  const env = new Map((container.env ?? []).map((e) => [e.name, e.value ?? '']));
+  const signal = env.get(AGENT_GO_ENV);
+  if (signal === undefined) return Promise.resolve({ kind: 'run' });
+  const [namespace = '', configMap = '', key = ''] = signal.split('/');
+  const account = ctx.store.tryGet(
+    'serviceaccounts',
+    pod.metadata.namespace,
+    spec.serviceAccountName ?? 'default',
+  );
+  const mounted =
+    spec.automountServiceAccountToken ??
+    (account as { automountServiceAccountToken?: boolean } | undefined)?.automountServiceAccountToken ??
+    true;
+  if (!mounted) {
+    return Promise.resolve(
+      refused(
+        env,
+        'no-go-signal',
+        `no ServiceAccount token in pod ${pod.metadata.name} to read ${signal} with`,
+      ),
+    );
+  }
+  const given = (): boolean => {
+    const data = ctx.store.tryGet('configmaps', namespace, configMap)?.data as
+      | Record<string, string>
+      | undefined;
+    return data?.[key] !== undefined;
+  };
+  return new Promise((resolve) => {
+    if (given()) return resolve({ kind: 'run' });
+    const finish = (start: AgentStart | undefined): void => {
+      stop();
+      ctx.signal.removeEventListener('abort', onAbort);
+      resolve(start);
+    };
+    const onAbort = (): void => finish(undefined);
+    const stop = ctx.store.subscribe((event) => {
+      if (event.key === 'configmaps' && given()) finish({ kind: 'run' });
+      else if (event.key === 'pods' && gone()) finish(undefined);
+    });
+    ctx.signal.addEventListener('abort', onAbort, { once: true });
+  });
 }

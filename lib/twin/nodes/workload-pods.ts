@@ -19,7 +19,7 @@ import {
 import { fitResult, runAgent } from '../../agent/run.ts';
 import { nodeRoot, type TwinContext } from '../context.ts';
 import type { KubeObject } from '../store.ts';
-import { agentContainerStart } from './agent-container.ts';
+import { agentContainerStart, awaitAgentGo } from './agent-container.ts';
 import { pullRefusal } from './image-pulls.ts';
 import { type ContainerState, type ContainersView, nowISO, podStatus } from './pod-status.ts';
 import { CONFIG_MIRROR } from './static-pods.ts';
@@ -294,7 +294,10 @@ export class WorkloadPodRunner {
     startedAt: string,
     current: () => KubeObject | undefined,
   ): Promise<void> {
-    const start = agentContainerStart(this.#ctx, pod);
+    const launched = agentContainerStart(this.#ctx, pod);
+    const start =
+      launched.kind === 'run' ? await awaitAgentGo(this.#ctx, pod, () => current() === undefined) : launched;
+    if (start === undefined) return;
     if (start.kind === 'not-started') {
       this.#finish(pod, host, podIP, startedAt, 128, 'StartError', start.message);
       return;

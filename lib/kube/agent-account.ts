@@ -1,0 +1,131 @@
+/**
+ * What a pre-started agent may do with the API, and how it is told to go. An agent Job created ahead of its
+ * node's turn (lib/kube/agent-job.ts) must not start its change until its turn: it waits for a key named
+ * after its Job in one ConfigMap. Its pod runs as a ServiceAccount allowed `get`, `list` and `watch` on that
+ * ConfigMap alone (by name; a list or watch must select it by metadata.name), nothing else: the agent still
+ * reads no other object and writes none.
+ *
+ * The account is applied once per process and namespace, as the agent's code is: a ServiceAccount, a Role
+ * and its RoleBinding, and the ConfigMap (empty). A go is one JSON merge patch of that ConfigMap's data (no
+ * resourceVersion, so any number of runs' slots give theirs at once). A key stays until the run's kubelet flips are
+ * done (removeGoSignals): a key is a Job's go, and a Job's name carries its run and its request, so a
+ * leftover one can only let the same request of the same run start again, which changes nothing twice.
+ */
+import { type KubernetesObject, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { AGENT_GO_CONFIGMAP, AGENT_NAME, AGENT_SERVICE_ACCOUNT } from '../agent/protocol.ts';
+import { FIELD_MANAGER } from './apply.ts';
+import type { KubeClients } from './clients.ts';
+import { call, httpStatus } from './errors.ts';
+
+const LABELS = { 'app.kubernetes.io/name': AGENT_NAME, 'app.kubernetes.io/managed-by': 'ccm-migrate' };
+
+/** The ServiceAccount, its Role and RoleBinding, and the go ConfigMap, in `namespace`. */
+export function agentAccountObjects(namespace: string): KubernetesObject[] {
+  const metadata = (name: string) => ({ name, namespace, labels: LABELS });
+  return [
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: metadata(AGENT_SERVICE_ACCOUNT) },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: metadata(AGENT_SERVICE_ACCOUNT),
+      rules: [
+        {
+          apiGroups: [''],
+          resources: ['configmaps'],
+          verbs: ['get', 'list', 'watch'],
+          resourceNames: [AGENT_GO_CONFIGMAP],
+        },
+      ],
+    } as KubernetesObject,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: metadata(AGENT_SERVICE_ACCOUNT),
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: AGENT_SERVICE_ACCOUNT },
+      subjects: [{ kind: 'ServiceAccount', name: AGENT_SERVICE_ACCOUNT, namespace }],
+    } as KubernetesObject,
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: metadata(AGENT_GO_CONFIGMAP) },
+  ];
+}
+
+/** Applied (or being applied), per clients and namespace: one server-side apply of each object per process. */
+const ensured = new WeakMap<KubeClients, Map<string, Promise<void>>>();
+
+async function applyAccount(clients: KubeClients, namespace: string): Promise<void> {
+  for (const obj of agentAccountObjects(namespace)) {
+    await call(`apply ${obj.kind} ${namespace}/${obj.metadata?.name}`, () =>
+      clients.objects.patch(obj, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply),
+    );
+  }
+}
+
+/** Make sure the pre-started agents' account and go ConfigMap are in place (a failure is not remembered). */
+export function ensureAgentAccount(clients: KubeClients, namespace: string): Promise<void> {
+  const known = ensured.get(clients) ?? new Map<string, Promise<void>>();
+  ensured.set(clients, known);
+  let done = known.get(namespace);
+  if (!done) {
+    done = applyAccount(clients, namespace);
+    known.set(namespace, done);
+    done.catch(() => known.delete(namespace));
+  }
+  return done;
+}
+
+function patchGo(clients: KubeClients, namespace: string, data: Record<string, string | null>) {
+  return call(`patch ConfigMap ${namespace}/${AGENT_GO_CONFIGMAP}`, () =>
+    clients.core.patchNamespacedConfigMap(
+      { name: AGENT_GO_CONFIGMAP, namespace, body: { data } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    ),
+  );
+}
+
+/**
+ * Tell the pre-started agent of Job `job` to go. No go ConfigMap (nobody pre-started a Job in this
+ * namespace, or it was deleted since): nothing waits on it, and a Job that did is answered by its own
+ * timeout (a no-go-signal refusal, which the orchestrator answers by starting it again).
+ */
+export async function giveGoSignal(clients: KubeClients, namespace: string, job: string): Promise<void> {
+  await patchGo(clients, namespace, { [job]: 'go' }).catch((err: unknown) => {
+    if (httpStatus(err) !== 404) throw err;
+  });
+}
+
+/**
+ * Take every go signal back (the run's kubelet flips are done, lib/steps/ccm.ts): a waiting agent reads the
+ * whole ConfigMap on each change, so it holds one run's keys at most.
+ */
+export async function removeGoSignals(clients: KubeClients, namespace = 'kube-system'): Promise<void> {
+  const name = AGENT_GO_CONFIGMAP;
+  const current = await call(`read ConfigMap ${namespace}/${name}`, () =>
+    clients.core.readNamespacedConfigMap({ name, namespace }),
+  ).catch((err: unknown) => {
+    if (httpStatus(err) === 404) return undefined;
+    throw err;
+  });
+  const keys = Object.keys(current?.data ?? {});
+  if (keys.length > 0) await patchGo(clients, namespace, Object.fromEntries(keys.map((k) => [k, null])));
+}
+
+/**
+ * Remove the account and the go ConfigMap (the agent's code goes too: lib/steps/restore.ts), and forget
+ * them: the next pre-start of these clients applies them again. How many objects were there.
+ */
+export async function removeAgentAccount(clients: KubeClients, namespace = 'kube-system'): Promise<number> {
+  let removed = 0;
+  for (const obj of agentAccountObjects(namespace).reverse()) {
+    await call(`delete ${obj.kind} ${namespace}/${obj.metadata?.name}`, () =>
+      clients.objects.delete(obj as never),
+    ).then(
+      () => {
+        removed += 1;
+      },
+      (err: unknown) => {
+        if (httpStatus(err) !== 404) throw err;
+      },
+    );
+  }
+  ensured.get(clients)?.delete(namespace);
+  return removed;
+}
