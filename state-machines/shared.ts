@@ -26,7 +26,7 @@ export function forEachNode(
     /** More fields from the execution state for every item (e.g. the run to restore from). */
     fields?: Fields;
     /** Fixed values for every item (e.g. the leader migration phase the step runs). */
-    constants?: Readonly<Record<string, string | boolean>>;
+    constants?: Readonly<Record<string, string | boolean | number>>;
     /** A second step each item runs once the first succeeded, with the same payload, in the same slot. */
     then?: { readonly taskName: string; readonly step: StepId };
   },
@@ -111,8 +111,9 @@ export function restoreSequence(
         step: 'restore-control-plane-node',
         stepTask,
         concurrency: { maxConcurrency: 1 },
-        fields: source,
-        constants: { leaderMigration },
+        // Each node's restore pre-starts the next one's agent (lib/steps/prestart.ts).
+        fields: { ...source, 'order.$': opts.controlPlanePath },
+        constants: { leaderMigration, lookahead: 1 },
       }),
     );
   const stopCcm = (stateName: string): sfn.TaskStateBase =>
@@ -125,7 +126,7 @@ export function restoreSequence(
       step: 'restore-kubelet',
       stepTask,
       concurrency: { maxConcurrencyPath: '$.maxUnavailable' },
-      fields: source,
+      fields: { ...source, 'order.$': opts.kubeletOrderPath, 'lookahead.$': '$.maxUnavailable' },
     }),
   );
   const remove = onError(

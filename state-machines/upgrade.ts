@@ -91,6 +91,11 @@ export const UPGRADE_STATES = {
 const HAND_BACK_PATH = '$.handBack';
 
 /** The upgrade state machine's definition, with each step made into a Task by `stepTask`. */
+const PRESTART_IN_BATCHES = {
+  'order.$': '$.preflight.kubeletOrder',
+  'lookahead.$': '$.maxUnavailable',
+} as const;
+
 export function upgradeDefinition(
   scope: Construct,
   stepTask: StepTaskFactory,
@@ -189,13 +194,17 @@ export function upgradeDefinition(
       step: 'move-control-plane-node',
       stepTask,
       concurrency: { maxConcurrency: 1 },
+      // Each move pre-starts the next node's agent (lib/steps/prestart.ts).
+      fields: { 'order.$': '$.preflight.controlPlaneNodes' },
+      constants: { lookahead: 1 },
     }),
   );
   const activate = catchRollingBack(
     stepTask(scope, {
       stateName: S.activate,
       step: 'activate-ccm',
-      payload: ids,
+      // The CCM's start pre-starts the first batch of kubelet flips (lib/steps/prestart.ts).
+      payload: sfn.TaskInput.fromObject({ ...IDS, ...PRESTART_IN_BATCHES }),
       resultPath: sfn.JsonPath.DISCARD,
     }),
   );
@@ -226,7 +235,10 @@ export function upgradeDefinition(
     result: sfn.Result.fromObject({ enabled: true, reason: 'the CCM ran Ready under leader migration' }),
     resultPath: HAND_BACK_PATH,
   });
-  /** A step for every node, control-plane nodes first, maxUnavailable at a time. */
+  /**
+   * A step for every node, control-plane nodes first, maxUnavailable at a time; a flip pre-starts the agent
+   * of the node that takes its slot next (lib/steps/prestart.ts).
+   */
   const inBatches = (
     mapName: string,
     taskName: string,
@@ -241,7 +253,7 @@ export function upgradeDefinition(
         step,
         stepTask,
         concurrency: { maxConcurrencyPath: '$.maxUnavailable' },
-        ...(then ? { then } : {}),
+        ...(then ? { then, fields: PRESTART_IN_BATCHES } : {}),
       }),
     );
   // No Node deleted until the CCM has seen every node (lib/steps/verify-node.ts): it runs without its

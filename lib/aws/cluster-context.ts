@@ -4,7 +4,7 @@
  * store, the wait bounds the retry policies assume (state-machines/retry-policies.ts), and the invocation's
  * deadline.
  */
-import { runAgentJob } from '../kube/agent-job.ts';
+import { prestartAgentJob, runAgentJob } from '../kube/agent-job.ts';
 import type { Deadline } from '../kube/deadline.ts';
 import type { StepContext } from '../steps/context.ts';
 import type { ExamineContext } from '../steps/preflight.ts';
@@ -47,6 +47,8 @@ export async function examineContext(
         deadline,
         ...(image ? { image } : {}),
       }),
+    prestartAgent: (node, request) =>
+      prestartAgentJob(clients, { node, request, timeoutMs: STEP_WAIT_MS, ...(image ? { image } : {}) }),
     progress: progressTo(logger),
     waitMs: STEP_WAIT_MS,
     pollMs: LAMBDA_POLL_MS,

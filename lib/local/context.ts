@@ -4,7 +4,7 @@
  * deadline of one invocation: build one context per step invocation.
  */
 import type { AgentRequest, AgentResult } from '../agent/protocol.ts';
-import { runAgentJob } from '../kube/agent-job.ts';
+import { prestartAgentJob, runAgentJob } from '../kube/agent-job.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import { Deadline } from '../kube/deadline.ts';
 import type { Progress } from '../steps/context.ts';
@@ -58,6 +58,13 @@ export function localContext(
       opts.onAgentResult?.(node, result);
       return result;
     },
+    prestartAgent: (node: string, request: AgentRequest) =>
+      prestartAgentJob(opts.clients, {
+        node,
+        request,
+        timeoutMs: waitMs,
+        ...(opts.agentImage ? { image: opts.agentImage } : {}),
+      }),
     progress: opts.onProgress ?? (() => undefined),
     waitMs,
     pollMs,

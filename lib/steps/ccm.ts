@@ -7,6 +7,7 @@
 import type { KubernetesObject, V1DaemonSet, V1Deployment, V1Lease, V1Pod } from '@kubernetes/client-node';
 import { OPENSTACK_CREDENTIALS_DIR } from '../controlplane/openstack-cloud-config.ts';
 import { AgentFailedError } from '../errors.ts';
+import { removeGoSignals } from '../kube/agent-account.ts';
 import { applyObjects } from '../kube/apply.ts';
 import { call, orNotFound } from '../kube/errors.ts';
 import { waitFor, wakeOnObject } from '../kube/wait.ts';
@@ -26,6 +27,8 @@ import { cloudProviderOf, controllerManagersNot, controlPlaneOf } from './contro
 import { KCM_MANIFEST, TO_EXTERNAL_KUBELET, toExternalKubeadm } from './edits.ts';
 import { editKubeadmConfig, editKubeletConfigMap } from './kubeadm-config.ts';
 import { runsLeaderMigration, withLeaderMigration } from './leader-migration.ts';
+import { flipRequest } from './nodes.ts';
+import { prestartFirst } from './prestart.ts';
 import type { ActivateEvent, RunIds } from './schemas.ts';
 import type { Snapshot } from './snapshot.ts';
 import { loadSnapshot } from './snapshot-store.ts';
@@ -401,6 +404,8 @@ async function handCcmBack(event: ActivateEvent, ctx: StepContext): Promise<{ le
  */
 async function completeCcm(event: ActivateEvent, ctx: StepContext): Promise<{ leader: string }> {
   const snapshot = await loadSnapshot(ctx, event);
+  // Every kubelet flip is done: their agents' go signals are no longer read.
+  await removeGoSignals(ctx.clients);
   const current = await currentState(ctx, snapshot, ccmWorkloadOf(renderCcm(snapshot, 0)));
   // Complete already (a cluster found external): left as it runs, not rendered again.
   if (current?.nodeLifecycle) {
@@ -432,6 +437,11 @@ export async function activateCcm(event: ActivateEvent, ctx: StepContext): Promi
   if (await editKubeletConfigMap(ctx, TO_EXTERNAL_KUBELET)) {
     ctx.progress({ step: 'activate-ccm', message: 'kubelet-config: the in-tree feature gates removed' });
   }
-  // After leader migration this is its phase 4: the CCM rolls out without the flag.
-  return runCcm(ctx, snapshot, { leaderMigration: false, nodeLifecycle: false }, ccmStarted(snapshot));
+  // After leader migration this is its phase 4: the CCM rolls out without the flag. The first kubelet
+  // flips' agents start meanwhile.
+  const [led] = await Promise.all([
+    runCcm(ctx, snapshot, { leaderMigration: false, nodeLifecycle: false }, ccmStarted(snapshot)),
+    prestartFirst(event, ctx, 'activate-ccm', (node) => flipRequest(snapshot, event.runId, node)),
+  ]);
+  return led;
 }

@@ -28,6 +28,11 @@ export interface StepContext {
   readonly store: RunStore;
   /** Run one agent request on a node (a Job pinned to it) and return its answer, within `deadline`. */
   readonly agent: (node: string, request: AgentRequest) => Promise<AgentResult>;
+  /**
+   * Create the agent Job of a later turn now: its pod starts while this turn runs, and its agent waits for
+   * the go that `agent` with the same request gives it (lib/kube/agent-job.ts). Absent: no pre-start.
+   */
+  readonly prestartAgent?: (node: string, request: AgentRequest) => Promise<void>;
   readonly progress: (event: Progress) => void;
   /**
    * How long one wait for the cluster lasts before it answers NotReadyYet and lets the state machine retry:

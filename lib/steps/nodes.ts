@@ -3,7 +3,7 @@
  * kubelet, moved off the in-tree provider through the node agent. The agent leaves a file that is already
  * as desired alone, so a retried or resumed step only waits for what it changed before.
  */
-import type { StaticPodEdit } from '../agent/protocol.ts';
+import type { AgentRequest, StaticPodEdit } from '../agent/protocol.ts';
 import { booleanFlag, parseFlags } from '../controlplane/flags.ts';
 import { commandLine, waitForMirrorPod, waitForNodeReady } from './cluster.ts';
 import type { StepContext } from './context.ts';
@@ -16,8 +16,10 @@ import {
 } from './edits.ts';
 import { acrossOwnRestart } from './endpoint.ts';
 import { LEADER_MIGRATION_FLAG } from './leader-migration.ts';
+import { prestartNext } from './prestart.ts';
 import { confirmRunningKubelet } from './running-kubelet.ts';
 import type { NodeEvent } from './schemas.ts';
+import type { Snapshot } from './snapshot.ts';
 import { loadSnapshot } from './snapshot-store.ts';
 
 type Wanted = Record<string, (flags: Map<string, string>) => boolean>;
@@ -45,6 +47,10 @@ const MIGRATING: Wanted = {
   'kube-controller-manager': (f) => booleanFlag(f, LEADER_MIGRATION_FLAG, false),
 };
 
+function setStaticPods(runId: string, edits: readonly StaticPodEdit[]): AgentRequest {
+  return { op: 'set-flags', runId, staticPods: [...edits] };
+}
+
 export async function moveControlPlaneNode(
   event: NodeEvent,
   ctx: StepContext,
@@ -53,7 +59,13 @@ export async function moveControlPlaneNode(
   const edits = enabling
     ? ENABLE_LEADER_MIGRATION_STATIC_PODS
     : toExternalStaticPods(await loadSnapshot(ctx, event));
-  const move = () => editAndWait(event, ctx, edits);
+  const move = async () => {
+    const [moved] = await Promise.all([
+      editAndWait(event, ctx, edits),
+      prestartNext(event, ctx, 'move-control-plane-node', () => setStaticPods(event.runId, edits)),
+    ]);
+    return moved;
+  };
   if (!edits.some((e) => e.path === KAS_MANIFEST)) return move();
   return acrossOwnRestart(ctx, 'move-control-plane-node', event.node, move);
 }
@@ -64,11 +76,7 @@ async function editAndWait(
   edits: readonly StaticPodEdit[],
 ): Promise<{ changed: boolean }> {
   const enabling = event.phase === 'enable-leader-migration';
-  const result = await ctx.agent(event.node, {
-    op: 'set-flags',
-    runId: event.runId,
-    staticPods: [...edits],
-  });
+  const result = await ctx.agent(event.node, setStaticPods(event.runId, edits));
   const done = enabling ? 'leader migration already on' : 'manifests already external';
   ctx.progress({
     // Phase 1 reads as its own step in the progress output: the node is not moved yet.
@@ -90,12 +98,18 @@ async function editAndWait(
   return { changed: result.changed };
 }
 
+/** The agent request that flips `node`'s kubelet (its turn's, or its pre-start's). */
+export function flipRequest(snapshot: Snapshot, runId: string, node: string): AgentRequest {
+  return { op: 'set-flags', runId, kubelet: toExternalKubelet(snapshot, node) };
+}
+
 export async function flipKubelet(event: NodeEvent, ctx: StepContext): Promise<{ changed: boolean }> {
-  const result = await ctx.agent(event.node, {
-    op: 'set-flags',
-    runId: event.runId,
-    kubelet: toExternalKubelet(await loadSnapshot(ctx, event), event.node),
-  });
+  const snapshot = await loadSnapshot(ctx, event);
+  const request = (node: string) => flipRequest(snapshot, event.runId, node);
+  const [result] = await Promise.all([
+    ctx.agent(event.node, request(event.node)),
+    prestartNext(event, ctx, 'flip-kubelet', request),
+  ]);
   ctx.progress({
     step: 'flip-kubelet',
     node: event.node,

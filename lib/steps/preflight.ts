@@ -515,7 +515,7 @@ export class NodesNotReadyError extends PreflightFailedError {
 
 export type ExamineContext = Pick<
   StepContext,
-  'clients' | 'agent' | 'progress' | 'waitMs' | 'pollMs' | 'deadline'
+  'clients' | 'agent' | 'prestartAgent' | 'progress' | 'waitMs' | 'pollMs' | 'deadline'
 >;
 
 export async function examineCluster(

@@ -10,6 +10,7 @@ import { type KubernetesObject, PatchStrategy, setHeaderOptions } from '@kuberne
 import type { AgentRequest, AgentResult } from '../agent/protocol.ts';
 import { KUBELET_FILES } from '../controlplane/kubelet-sources.ts';
 import { AgentFailedError, NotReadyYetError, VerificationFailedError } from '../errors.ts';
+import { removeAgentAccount } from '../kube/agent-account.ts';
 import {
   AGENT_CONFIGMAP,
   agentJobName,
@@ -46,6 +47,7 @@ import {
 import { acrossOwnRestart } from './endpoint.ts';
 import { revertKubeadmConfig, revertKubeletConfigMap } from './kubeadm-config.ts';
 import { runsLeaderMigration } from './leader-migration.ts';
+import { prestartNext } from './prestart.ts';
 import type { RestoreEvent, RestoreNodeEvent, Verification } from './schemas.ts';
 import { recordedOriginals, type Snapshot } from './snapshot.ts';
 import { loadSnapshot } from './snapshot-store.ts';
@@ -66,25 +68,34 @@ function inTreeKubeletFlags(snapshot: Snapshot): Record<string, string> {
   return { 'cloud-provider': inTreeTarget(snapshot.provider) };
 }
 
+/** The agent request that puts `node`'s kubelet back (its turn's, or its pre-start's). */
+function kubeletRestoreRequest(snapshot: Snapshot, sourceRunId: string, node: string): AgentRequest {
+  return {
+    op: 'restore',
+    runId: sourceRunId,
+    // The credential plugin's config after the flags that name it: it goes once no flag points at it.
+    paths: [...KUBELET_FILES, PLUGIN_CONFIG_PATH],
+    skipMissing: true,
+    expected: recordedOriginals(snapshot, node),
+  };
+}
+
 export async function restoreKubelet(
   event: RestoreNodeEvent,
   ctx: StepContext,
 ): Promise<{ changed: boolean; queued?: true }> {
   const snapshot = await loadSnapshot(ctx, event);
-  const restore: AgentRequest = {
-    op: 'restore',
-    runId: event.sourceRunId,
-    // The credential plugin's config after the flags that name it: it goes once no flag points at it.
-    paths: [...KUBELET_FILES, PLUGIN_CONFIG_PATH],
-    skipMissing: true,
-    expected: recordedOriginals(snapshot, event.node),
-  };
+  const request = (node: string) => kubeletRestoreRequest(snapshot, event.sourceRunId, node);
+  const restore = request(event.node);
   // A flip of this run still queued on the node (its batch failed while it waited) goes before the
   // restore; one that comes later is refused by the agent (kubeletRestoredMarker).
   await cancelQueuedAgentJobs(ctx.clients, event.node, 'restore');
   let result: AgentResult;
   try {
-    result = await ctx.agent(event.node, restore);
+    [result] = await Promise.all([
+      ctx.agent(event.node, restore),
+      prestartNext(event, ctx, 'restore-kubelet', request),
+    ]);
   } catch (err) {
     if (!(err instanceof NotReadyYetError) || isNodeReady(await readNode(ctx, event.node))) throw err;
     await cancelQueuedAgentJobs(ctx.clients, event.node, 'restore');
@@ -154,14 +165,18 @@ async function restoreAndWait(event: RestoreNodeEvent, ctx: StepContext): Promis
   const snapshot = await loadSnapshot(ctx, event);
   // The CCM's copy of the cloud config goes too (its backup is "absent"): the node's files end as before.
   const copy = snapshot.cloudConfigTranslation?.target;
-  const result = await ctx.agent(event.node, {
+  const request = (node: string): AgentRequest => ({
     op: 'restore',
     runId: event.sourceRunId,
     paths: [...CONTROL_PLANE_MANIFESTS, ...(copy ? [copy] : [])],
     skipMissing: true,
-    expected: recordedOriginals(snapshot, event.node),
+    expected: recordedOriginals(snapshot, node),
     staticPods: event.leaderMigration ? [...ENABLE_LEADER_MIGRATION_STATIC_PODS] : [],
   });
+  const [result] = await Promise.all([
+    ctx.agent(event.node, request(event.node)),
+    prestartNext(event, ctx, 'restore-control-plane-node', request),
+  ]);
   ctx.progress({
     step: 'restore-control-plane-node',
     node: event.node,
@@ -206,10 +221,11 @@ async function deleteIfPresent(ctx: StepContext, obj: KubernetesObject): Promise
 }
 
 /**
- * Delete the agent's ConfigMap, unless restores are queued on nodes that are down: their Jobs still need
- * it. It is then handed to them (owner references), and the garbage collector removes it with the last.
+ * Delete the agent's ConfigMap, and the pre-started agents' account and go ConfigMap, unless restores are
+ * queued on nodes that are down: their Jobs still need them. The code is then handed to them (owner
+ * references), and the garbage collector removes it with the last; the account stays. How many went.
  */
-async function releaseAgentCode(ctx: StepContext): Promise<boolean> {
+async function releaseAgentCode(ctx: StepContext): Promise<number> {
   const agentCode = {
     apiVersion: 'v1',
     kind: 'ConfigMap',
@@ -219,7 +235,8 @@ async function releaseAgentCode(ctx: StepContext): Promise<boolean> {
   if (queued.length === 0) {
     const deleted = await deleteIfPresent(ctx, agentCode);
     forgetAgentBundle(ctx.clients);
-    return deleted;
+    // A queued Job may have been pre-started: its agent's account and go signal stay with the code.
+    return (await removeAgentAccount(ctx.clients)) + (deleted ? 1 : 0);
   }
   const ownerReferences = queued.map((job) => ({
     apiVersion: 'batch/v1',
@@ -239,7 +256,7 @@ async function releaseAgentCode(ctx: StepContext): Promise<boolean> {
     step: 'remove-ccm',
     message: `agent code kept for ${queued.length} queued restore(s), removed with them`,
   });
-  return false;
+  return 0;
 }
 
 /**
@@ -286,7 +303,7 @@ export async function removeCcm(event: RestoreEvent, ctx: StepContext): Promise<
     if (how === 'not ours') leftAlone.push(describeObject(obj));
   }
   if (await deleteIfPresent(ctx, lease)) removed += 1;
-  if (await releaseAgentCode(ctx)) removed += 1;
+  removed += await releaseAgentCode(ctx);
   const kept = leftAlone.length ? `; left alone, not created by ccm-migrate: ${leftAlone.join(', ')}` : '';
   ctx.progress({ step: 'remove-ccm', message: `${removed} object(s) of ccm-migrate removed${kept}` });
   return { removed };

@@ -71,10 +71,22 @@ export const PreflightEventSchema = RunIds.extend({ options: UpgradeOptionsSchem
  * Controller Manager"): kube-controller-manager gets --enable-leader-migration and keeps its provider.
  */
 export const LeaderMigrationPhaseSchema = z.literal('enable-leader-migration');
+/**
+ * A node Map's items and how many run at once, for a step that pre-starts agents (lib/steps/prestart.ts):
+ * a node's step, the agent of the node `lookahead` places after its own, whose turn comes once its slot
+ * frees; the step before the Map, the first `lookahead`. Absent: no pre-start.
+ */
+const PrestartFields = {
+  order: z.array(z.string().min(1)).optional(),
+  lookahead: z.int().min(1).optional(),
+};
+export type PrestartEvent = { order?: string[]; lookahead?: number };
+
 export const NodeEventSchema = RunIds.extend({
   node: z.string().min(1),
   /** Absent: the node moves off the in-tree provider. */
   phase: LeaderMigrationPhaseSchema.optional(),
+  ...PrestartFields,
 });
 export type NodeEvent = z.infer<typeof NodeEventSchema>;
 
@@ -90,6 +102,8 @@ export const ActivateEventSchema = RunIds.extend({
    * step after every node was initialised by it (verify-node).
    */
   nodeLifecycle: z.boolean().default(false),
+  /** The kubelet flips' order and batch: the CCM's start pre-starts the first batch's agents. */
+  ...PrestartFields,
 });
 export type ActivateEvent = z.infer<typeof ActivateEventSchema>;
 
@@ -134,6 +148,7 @@ export const RestoreNodeEventSchema = RestoreEventSchema.extend({
   node: z.string().min(1),
   /** Put the node's kube-controller-manager back with --enable-leader-migration (the downgrade's handback). */
   leaderMigration: z.boolean().default(false),
+  ...PrestartFields,
 });
 export type RestoreNodeEvent = z.infer<typeof RestoreNodeEventSchema>;
 

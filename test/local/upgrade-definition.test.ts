@@ -54,6 +54,17 @@ describe('the upgrade definition, run by the local engine', () => {
       true,
     ]);
     expect(calls.every((c) => c.event.clusterId === 'demo' && c.event.runId === 'r1')).toBe(true);
+    // What each step needs to pre-start the agents of later turns (lib/steps/prestart.ts): the CCM's start
+    // the first batch, each move and flip the node that takes its slot next.
+    const kubeletOrder = ['cp-1', 'cp-2', 'cp-3', 'w-1', 'w-2', 'w-3'];
+    const eventOf = (step: string, node?: string) =>
+      calls.find((c) => c.step === step && c.event.node === node)?.event;
+    expect(eventOf('activate-ccm')).toMatchObject({ order: kubeletOrder, lookahead: 2 });
+    expect(eventOf('move-control-plane-node', 'cp-2')).toMatchObject({
+      order: ['cp-1', 'cp-2', 'cp-3'],
+      lookahead: 1,
+    });
+    expect(eventOf('flip-kubelet', 'w-1')).toMatchObject({ order: kubeletOrder, lookahead: 2 });
   });
 
   it('runs the leader migration phases when preflight chose it: KCMs join the lease, the CCM starts, then the move', async () => {
@@ -181,6 +192,17 @@ describe('the upgrade definition, run by the local engine', () => {
     expect(calls.filter((c) => c.step === 'restore-kubelet').every((c) => c.event.sourceRunId === 'r1')).toBe(
       true,
     );
+    // Each restore pre-starts the agent of the node that takes its slot next (lib/steps/prestart.ts).
+    const restoreOf = (step: string, node: string) =>
+      calls.find((c) => c.step === step && c.event.node === node)?.event;
+    expect(restoreOf('restore-kubelet', 'w-1')).toMatchObject({
+      order: ['cp-1', 'cp-2', 'cp-3', 'w-1', 'w-2', 'w-3'],
+      lookahead: 2,
+    });
+    expect(restoreOf('restore-control-plane-node', 'cp-1')).toMatchObject({
+      order: ['cp-1', 'cp-2', 'cp-3'],
+      lookahead: 1,
+    });
   });
 
   it('rolls nothing back for a cluster that was already external', async () => {
