@@ -12,10 +12,12 @@ import { writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AuthorizationV1Api, KubeConfig } from '@kubernetes/client-node';
+import { AuthorizationV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { AGENT_GO_CONFIGMAP, AGENT_SERVICE_ACCOUNT } from '../../lib/agent/protocol.ts';
 import { checkDrift } from '../../lib/drift/check.ts';
+import { agentAccountObjects } from '../../lib/kube/agent-account.ts';
 import { AGENT_CONFIGMAP } from '../../lib/kube/agent-job.ts';
 import { applyObjects } from '../../lib/kube/apply.ts';
 import { clientsFromKubeconfigFile, type KubeClients } from '../../lib/kube/clients.ts';
@@ -80,6 +82,20 @@ function allowedBy(all: readonly RbacRole[], a: Check): boolean {
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/twins/${name}.yaml`, import.meta.url));
 const describeAccess = (a: Check) =>
   `${a.verb} ${a.group || 'core'}/${a.resource}${a.name ? ` ${a.name}` : ''}${a.namespace ? ` in ${a.namespace}` : ''}`;
+
+/** Whether a Role ccm-migrate applies (the pre-started agents', lib/kube/agent-account.ts) grants this. */
+function delegated(group: string, resource: string, verb: string, name: string | undefined): boolean {
+  return agentAccountObjects('kube-system').some((o) =>
+    ((o as { rules?: RbacRole['rules'] }).rules ?? []).some(
+      (r) =>
+        r.apiGroups.includes(group) &&
+        r.resources.includes(resource) &&
+        r.verbs.includes(verb) &&
+        name !== undefined &&
+        (r.resourceNames ?? []).includes(name),
+    ),
+  );
+}
 
 /**
  * What ccm-migrate applies for any provider, as a Deployment or a DaemonSet CCM (the scenarios below run a
@@ -298,10 +314,13 @@ describe('the RBAC ccm-migrate ships', () => {
                 // escalate and bind only on the ClusterRoles ccm-migrate applies and the roles its bindings
                 // refer to; a request's verb asked by some run, on a name asked for or one ccm-migrate
                 // applies for a provider or CCM workload the runs here leave out.
+                // And a verb that a Role ccm-migrate applies grants (the pre-started agents' own): RBAC lets
+                // one create such a Role only while holding what it grants.
                 const granted = AUTHORIZER_ONLY_VERBS.has(verb)
                   ? name !== undefined && (verb === 'bind' ? roleRefs : objects).some((o) => used(o, name))
-                  : asked(undefined) &&
-                    (name === undefined || asked(name) || objects.some((o) => used(o, name)));
+                  : (asked(undefined) &&
+                      (name === undefined || asked(name) || objects.some((o) => used(o, name)))) ||
+                    delegated(group, resource, verb, name);
                 if (!granted) {
                   unused.push(`${role.kind} ${verb} ${group || 'core'}/${resource}${name ? ` ${name}` : ''}`);
                 }
@@ -364,9 +383,38 @@ describe.runIf(realApiRuns())('the RBAC ccm-migrate ships, on a real kube-apiser
         stuckAfterMs: 0,
       });
     expect((await check('external')).status).toBe('clean');
+    // The pre-started agents' account, as the real authorizer reads it: their go signals, nothing else. A
+    // client certificate named as the ServiceAccount is that account to RBAC (its subject is the user name).
+    const agent = identity(run, `system:serviceaccount:kube-system:${AGENT_SERVICE_ACCOUNT}`, [
+      'system:serviceaccounts',
+      'system:serviceaccounts:kube-system',
+    ]);
+    const namespace = 'kube-system';
+    await agent.core.readNamespacedConfigMap({ name: AGENT_GO_CONFIGMAP, namespace });
+    const selected = await agent.core.listNamespacedConfigMap({
+      namespace,
+      fieldSelector: `metadata.name=${AGENT_GO_CONFIGMAP}`,
+    });
+    expect(selected.items.map((c) => c.metadata?.name)).toEqual([AGENT_GO_CONFIGMAP]);
+    const forbidden = (request: Promise<unknown>) =>
+      expect(request.catch((err: { code?: number }) => err.code)).resolves.toBe(403);
+    await forbidden(agent.core.readNamespacedConfigMap({ name: AGENT_CONFIGMAP, namespace }));
+    await forbidden(agent.core.listNamespacedConfigMap({ namespace }));
+    await forbidden(
+      agent.core.patchNamespacedConfigMap(
+        { name: AGENT_GO_CONFIGMAP, namespace, body: { data: { x: 'go' } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
+    );
+    await forbidden(agent.core.listNode());
     const down = await run.downgrade(asUser);
     expect(down.error).toBeUndefined();
     expect((await check('in-tree')).status).toBe('clean');
+    // The way back removed the account with the agent's code.
+    const gone = (request: Promise<unknown>) =>
+      expect(request.catch((err: { code?: number }) => err.code)).resolves.toBe(404);
+    await gone(run.t.core.readNamespacedServiceAccount({ name: AGENT_SERVICE_ACCOUNT, namespace }));
+    await gone(run.t.core.readNamespacedConfigMap({ name: AGENT_GO_CONFIGMAP, namespace }));
   }, 120_000);
 
   it('lets a DaemonSet CCM under leader migration go both ways on the HA twin', async () => {
