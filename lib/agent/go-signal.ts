@@ -1,5 +1,7 @@
 /**
- * A pre-started agent's wait for its go signal (AGENT_GO_ENV): the key showing in the ConfigMap's data.
+ * A pre-started agent's wait for its go signal (AGENT_GO_ENV): the key showing in the ConfigMap's data,
+ * with the value this Job was created with (a nonce: a key left from an earlier Job of the same name is not
+ * this one's go).
  * It reads the ConfigMap with its pod's ServiceAccount token, GETting it and then watching it, until the
  * key shows, its access is denied for long enough to be a mistake, or the overall bound passes. Only Node's
  * own modules: this runs inside the agent bundle, on the node.
@@ -7,16 +9,22 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import https from 'node:https';
-import { AGENT_GO_ENV, AGENT_SERVICE_ACCOUNT } from './protocol.ts';
+import { AGENT_GO_ENV, AGENT_GO_UNTIL_ENV, AGENT_SERVICE_ACCOUNT } from './protocol.ts';
 
 /** Where the ServiceAccount's token and the cluster CA are; moved only by tests. */
 export const SA_DIR_ENV = 'CCM_MIGRATE_AGENT_SA_DIR';
 const DEFAULT_SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 export interface GoSignalOptions {
-  /** How long to wait for the signal; @default 540_000 (just under the Job's 600 s activeDeadlineSeconds). */
+  /**
+   * How long to wait for the signal, at most; AGENT_GO_UNTIL_ENV (the Job's own bound, in epoch ms) cuts
+   * it shorter. @default 540_000
+   */
   readonly waitMs?: number;
-  /** How long 401/403 answers may last before the wait gives up; @default 30_000. */
+  /**
+   * How long 401/403 answers may last, and how long the API server may stay out of reach before it first
+   * answered, before the wait gives up: a missing Role or a NetworkPolicy does not mend itself. @default 30_000
+   */
   readonly deniedMs?: number;
   /** The pause before starting over, doubled after each failure up to maxBackoffMs; @default 200. */
   readonly backoffMs?: number;
@@ -32,6 +40,8 @@ interface Target {
   readonly namespace: string;
   readonly name: string;
   readonly key: string;
+  /** The value that is this Job's go; any value when absent. */
+  readonly value?: string;
 }
 
 /** What waiting cannot mend: the pod has no ServiceAccount token or CA to read. */
@@ -49,11 +59,13 @@ class ApiError extends Error {
 const LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const SUBDOMAIN = /^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/;
 const CONFIGMAP_KEY = /^[-._a-zA-Z0-9]+$/;
+const GO_VALUE = /^[-._:a-zA-Z0-9]+$/;
 
-function parseTarget(value: string | undefined): Target | string {
-  const [namespace, name, key, ...rest] = (value ?? '').split('/');
+function parseTarget(text: string | undefined): Target | string {
+  const [namespace, name, key, value, ...rest] = (text ?? '').split('/');
   if (
     rest.length === 0 &&
+    (value === undefined || GO_VALUE.test(value)) &&
     namespace !== undefined &&
     LABEL.test(namespace) &&
     name !== undefined &&
@@ -61,9 +73,9 @@ function parseTarget(value: string | undefined): Target | string {
     key !== undefined &&
     CONFIGMAP_KEY.test(key)
   ) {
-    return { namespace, name, key };
+    return { namespace, name, key, ...(value !== undefined ? { value } : {}) };
   }
-  return `${AGENT_GO_ENV} is not <namespace>/<configMap>/<key>: ${JSON.stringify(value)}`;
+  return `${AGENT_GO_ENV} is not <namespace>/<configMap>/<key>[/<value>]: ${JSON.stringify(text)}`;
 }
 
 function apiServer(env: NodeJS.ProcessEnv): URL | string {
@@ -77,9 +89,11 @@ function apiServer(env: NodeJS.ProcessEnv): URL | string {
   }
 }
 
-const hasKey = (object: unknown, key: string): boolean => {
+/** Whether the ConfigMap holds this Job's go: its key, with its value when the Job names one. */
+const isGo = (object: unknown, target: Target): boolean => {
   const data = (object as { data?: unknown } | undefined)?.data;
-  return typeof data === 'object' && data !== null && Object.hasOwn(data, key);
+  if (typeof data !== 'object' || data === null || !Object.hasOwn(data, target.key)) return false;
+  return target.value === undefined || (data as Record<string, unknown>)[target.key] === target.value;
 };
 
 /** The Status message of an error answer, short. */
@@ -114,7 +128,13 @@ export async function awaitGoSignal(env: NodeJS.ProcessEnv, opts: GoSignalOption
   const server = apiServer(env);
   if (typeof server === 'string') return { go: false, error: server };
   const saDir = env[SA_DIR_ENV] ?? DEFAULT_SA_DIR;
-  const { waitMs = 540_000, deniedMs = 30_000, backoffMs = 200, maxBackoffMs = 2_000 } = opts;
+  const { deniedMs = 30_000, backoffMs = 200, maxBackoffMs = 2_000 } = opts;
+  const started = Date.now();
+  const until = Number(env[AGENT_GO_UNTIL_ENV]);
+  const waitMs = Math.max(
+    0,
+    Math.min(opts.waitMs ?? 540_000, Number.isFinite(until) && until > 0 ? until - started : Infinity),
+  );
   const watchSeconds = opts.watchSeconds ?? 30;
   const configMap = `${target.namespace}/${target.name}`;
   const base = `/api/v1/namespaces/${target.namespace}/configmaps`;
@@ -124,6 +144,8 @@ export async function awaitGoSignal(env: NodeJS.ProcessEnv, opts: GoSignalOption
   let token = '';
   /** When the 401s/403s began; cleared by any answer that shows the token may read the ConfigMap. */
   let deniedSince: number | undefined;
+  /** Whether the API server answered 200 or 404 once: the way to it works. */
+  let reached = false;
 
   /**
    * One request; `onBody` gets the 200 answer's stream and settles the result. The token is read anew
@@ -157,7 +179,10 @@ export async function awaitGoSignal(env: NodeJS.ProcessEnv, opts: GoSignalOption
       req.on('response', (res) => {
         const status = res.statusCode ?? 0;
         if (status === 401 || status === 403) deniedSince ??= Date.now();
-        else if (status === 200 || status === 404) deniedSince = undefined;
+        else if (status === 200 || status === 404) {
+          deniedSince = undefined;
+          reached = true;
+        }
         res.on('error', reject);
         // Cut off (the deadline, a reset): settles a request that neither ended nor failed; a no-op after.
         res.on('close', () => reject(new Error('the connection closed')));
@@ -193,7 +218,7 @@ export async function awaitGoSignal(env: NodeJS.ProcessEnv, opts: GoSignalOption
       res.on('end', () => {
         try {
           const cm = JSON.parse(body) as { metadata?: { resourceVersion?: string } };
-          done({ go: hasKey(cm, target.key), rv: cm.metadata?.resourceVersion });
+          done({ go: isGo(cm, target), rv: cm.metadata?.resourceVersion });
         } catch {
           fail(new Error(`GET ${configMap}: the answer is not JSON`));
         }
@@ -222,7 +247,7 @@ export async function awaitGoSignal(env: NodeJS.ProcessEnv, opts: GoSignalOption
             fail(new Error(`watch ${configMap}: an event is not JSON`));
             return;
           }
-          if ((event.type === 'ADDED' || event.type === 'MODIFIED') && hasKey(event.object, target.key)) {
+          if ((event.type === 'ADDED' || event.type === 'MODIFIED') && isGo(event.object, target)) {
             done(true);
             return;
           }
@@ -273,6 +298,15 @@ export async function awaitGoSignal(env: NodeJS.ProcessEnv, opts: GoSignalOption
             error: scrub(
               `the API server answered ${status} to reading ConfigMap ${configMap} for ${seconds(deniedMs)}: ` +
                 `a problem with the pod's ServiceAccount (${AGENT_SERVICE_ACCOUNT}): ${why}; ${last}`,
+              token,
+            ),
+          };
+        }
+        if (!reached && status === undefined && Date.now() - started >= deniedMs) {
+          return {
+            go: false,
+            error: scrub(
+              `the API server did not answer for ${seconds(deniedMs)} (a NetworkPolicy, no route?): ${last}`,
               token,
             ),
           };

@@ -19,10 +19,12 @@ export const AGENT_BUNDLE_ENV = 'CCM_MIGRATE_AGENT_BUNDLE';
 export const AGENT_SHA256_ENV = 'CCM_MIGRATE_AGENT_SHA256';
 /**
  * A pre-started agent (a Job created ahead of its node's turn) waits for its go signal: the key named by
- * this variable (`<namespace>/<configMap>/<key>`) showing in that ConfigMap's data. It reads the ConfigMap
+ * this variable (`<namespace>/<configMap>/<key>/<value>`) showing in that ConfigMap's data with that value. It reads the ConfigMap
  * with its pod's ServiceAccount token, the only API access an agent has (lib/kube/agent-account.ts).
  */
 export const AGENT_GO_ENV = 'CCM_MIGRATE_AGENT_GO';
+/** Until when (epoch ms) a pre-started agent waits for its go: within its Job's activeDeadlineSeconds. */
+export const AGENT_GO_UNTIL_ENV = 'CCM_MIGRATE_AGENT_GO_UNTIL';
 /** The ConfigMap that holds the go signals, a key per pre-started Job (its name). */
 export const AGENT_GO_CONFIGMAP = 'ccm-migrate-agent-go';
 /** The ServiceAccount of pre-started agent pods: allowed to read AGENT_GO_CONFIGMAP, nothing else. */

@@ -14,6 +14,7 @@ import { awaitGoSignal, SA_DIR_ENV } from '../../lib/agent/go-signal.ts';
 import { agentMain, HOST_ROOT_ENV } from '../../lib/agent/main.ts';
 import {
   AGENT_GO_ENV,
+  AGENT_GO_UNTIL_ENV,
   AGENT_REQUEST_ENV,
   AgentResultSchema,
   TERMINATION_LOG_ENV,
@@ -126,6 +127,45 @@ it('starts over with a GET when the watch ends or says 410 Gone, reading the tok
   expect(seen[1]?.query.has('resourceVersion')).toBe(false);
   expect(seen[3]?.query.get('resourceVersion')).toBe('2');
   expect(seen.map((s) => s.auth)).toEqual([`Bearer ${TOKEN}`, ...Array(4).fill('Bearer rotated-token')]);
+});
+
+it('goes on its own value only: a key left by an earlier Job of the same name is not its go', async () => {
+  const own = { ...env, [AGENT_GO_ENV]: `${env[AGENT_GO_ENV]}/r1:00aa` };
+  const left = { 'ccm-migrate-agent-node-1': 'r1:ff11' };
+  handler = (req, res) => {
+    if (!req.url?.includes('watch=true')) return json(res, 200, configMap('7', left));
+    res.writeHead(200, { 'content-type': 'application/json' });
+    event(res, 'MODIFIED', configMap('8', left));
+    setTimeout(() => event(res, 'MODIFIED', configMap('9', { 'ccm-migrate-agent-node-1': 'r1:00aa' })), 50);
+  };
+  expect(await awaitGoSignal(own, FAST)).toEqual({ go: true });
+  expect(seen.map((s) => s.path)).toEqual([CM_PATH, WATCH_PATH]);
+
+  handler = (_req, res) => json(res, 200, configMap('7', left));
+  expect(await awaitGoSignal(own, { ...FAST, waitMs: 200 })).toMatchObject({ go: false });
+});
+
+it('waits no longer than its Job allows (AGENT_GO_UNTIL_ENV), whatever its own bound', async () => {
+  handler = (_req, res) => json(res, 200, configMap('7'));
+  const started = Date.now();
+  const signal = await awaitGoSignal({ ...env, [AGENT_GO_UNTIL_ENV]: String(started + 200) }, FAST);
+  expect(signal).toMatchObject({ go: false, error: expect.stringContaining('no go signal within') });
+  expect(Date.now() - started).toBeLessThan(2000);
+});
+
+it('gives up soon when the API server never answers (a NetworkPolicy): waiting would not mend it', async () => {
+  const closed = https.createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const unused = (closed.address() as AddressInfo).port;
+  await new Promise((resolve) => closed.close(resolve));
+  const signal = await awaitGoSignal(
+    { ...env, KUBERNETES_SERVICE_PORT: String(unused) },
+    {
+      ...FAST,
+      deniedMs: 200,
+    },
+  );
+  expect(signal).toMatchObject({ go: false, error: expect.stringContaining('did not answer for 0.2 s') });
 });
 
 it('retries 403 for a while, then gives up naming the status and the ServiceAccount, never the token', async () => {
