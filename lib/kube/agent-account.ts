@@ -1,21 +1,26 @@
 /**
  * What a pre-started agent may do with the API, and how it is told to go. An agent Job created ahead of its
  * node's turn (lib/kube/agent-job.ts) must not start its change until its turn: it waits for a key named
- * after its Job in one ConfigMap. Its pod runs as a ServiceAccount allowed `get`, `list` and `watch` on that
- * ConfigMap alone (by name; a list or watch must select it by metadata.name), nothing else: the agent still
- * reads no other object and writes none.
+ * after its Job in one ConfigMap, with the value its Job was created with (`<runId>:<nonce>`: a key left
+ * from an earlier Job of the same name is not this one's go). Its pod runs as a ServiceAccount allowed
+ * `get`, `list` and `watch` on that ConfigMap alone (by name; a list or watch must select it by
+ * metadata.name), nothing else: the agent still reads no other object and writes none.
  *
- * The account is applied once per process and namespace, as the agent's code is: a ServiceAccount, a Role
- * and its RoleBinding, and the ConfigMap (empty). A go is one JSON merge patch of that ConfigMap's data (no
- * resourceVersion, so any number of runs' slots give theirs at once). A key stays until the run's kubelet flips are
- * done (removeGoSignals): a key is a Job's go, and a Job's name carries its run and its request, so a
- * leftover one can only let the same request of the same run start again, which changes nothing twice.
+ * The account is put in place once per process and namespace, as the agent's code is: one read of the go
+ * ConfigMap (applied last), and where it is missing a server-side apply of the ServiceAccount, the Role,
+ * its RoleBinding and the ConfigMap (empty). A go is one JSON merge patch of that ConfigMap's data (no
+ * resourceVersion, so any number of slots give theirs at once). A run's keys are taken back once its
+ * kubelet flips are done (removeGoSignals); the way back removes the whole account (removeAgentAccount).
+ *
+ * Access refused (403) to these objects, by a ClusterRole from before they existed: nothing of them can be
+ * there for ccm-migrate to take back, and a pre-start that cannot be made only costs its head start.
  */
+import { randomBytes } from 'node:crypto';
 import { type KubernetesObject, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { AGENT_GO_CONFIGMAP, AGENT_NAME, AGENT_SERVICE_ACCOUNT } from '../agent/protocol.ts';
 import { FIELD_MANAGER } from './apply.ts';
 import type { KubeClients } from './clients.ts';
-import { call, httpStatus } from './errors.ts';
+import { call, httpStatus, orNotFound } from './errors.ts';
 
 const LABELS = { 'app.kubernetes.io/name': AGENT_NAME, 'app.kubernetes.io/managed-by': 'ccm-migrate' };
 
@@ -52,6 +57,12 @@ export function agentAccountObjects(namespace: string): KubernetesObject[] {
 const ensured = new WeakMap<KubeClients, Map<string, Promise<void>>>();
 
 async function applyAccount(clients: KubeClients, namespace: string): Promise<void> {
+  const there = await orNotFound(
+    call(`read ConfigMap ${namespace}/${AGENT_GO_CONFIGMAP}`, () =>
+      clients.core.readNamespacedConfigMap({ name: AGENT_GO_CONFIGMAP, namespace }),
+    ),
+  );
+  if (there) return;
   for (const obj of agentAccountObjects(namespace)) {
     await call(`apply ${obj.kind} ${namespace}/${obj.metadata?.name}`, () =>
       clients.objects.patch(obj, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply),
@@ -81,30 +92,52 @@ function patchGo(clients: KubeClients, namespace: string, data: Record<string, s
   );
 }
 
+/** `<runId>:<nonce>`: the value a pre-started Job of this run waits for. */
+export function goValue(runId: string): string {
+  return `${runId}:${randomBytes(8).toString('hex')}`;
+}
+
 /**
- * Tell the pre-started agent of Job `job` to go. No go ConfigMap (nobody pre-started a Job in this
- * namespace, or it was deleted since): nothing waits on it, and a Job that did is answered by its own
- * timeout (a no-go-signal refusal, which the orchestrator answers by starting it again).
+ * Tell the pre-started agent of Job `job` to go (`value`, from its Job). The go ConfigMap gone (deleted
+ * meanwhile): the account is put back and the go given. Refused (403): the agent gets no go, refuses once
+ * its wait is over, and its turn starts the agent afresh.
  */
-export async function giveGoSignal(clients: KubeClients, namespace: string, job: string): Promise<void> {
-  await patchGo(clients, namespace, { [job]: 'go' }).catch((err: unknown) => {
+export async function giveGoSignal(
+  clients: KubeClients,
+  namespace: string,
+  job: string,
+  value: string,
+): Promise<void> {
+  const give = () => patchGo(clients, namespace, { [job]: value });
+  await give().catch(async (err: unknown) => {
+    if (httpStatus(err) === 403) return;
     if (httpStatus(err) !== 404) throw err;
+    ensured.get(clients)?.delete(namespace);
+    await ensureAgentAccount(clients, namespace);
+    await give();
   });
 }
 
 /**
- * Take every go signal back (the run's kubelet flips are done, lib/steps/ccm.ts): a waiting agent reads the
- * whole ConfigMap on each change, so it holds one run's keys at most.
+ * Take run `runId`'s go signals back (its kubelet flips are done, lib/steps/ccm.ts): a waiting agent reads
+ * the whole ConfigMap on each change, so it holds no more than a run's keys. Another run's (a restore
+ * queued on a node that is down) stay.
  */
-export async function removeGoSignals(clients: KubeClients, namespace = 'kube-system'): Promise<void> {
+export async function removeGoSignals(
+  clients: KubeClients,
+  runId: string,
+  namespace = 'kube-system',
+): Promise<void> {
   const name = AGENT_GO_CONFIGMAP;
   const current = await call(`read ConfigMap ${namespace}/${name}`, () =>
     clients.core.readNamespacedConfigMap({ name, namespace }),
   ).catch((err: unknown) => {
-    if (httpStatus(err) === 404) return undefined;
+    if (httpStatus(err) === 404 || httpStatus(err) === 403) return undefined;
     throw err;
   });
-  const keys = Object.keys(current?.data ?? {});
+  const keys = Object.entries(current?.data ?? {})
+    .filter(([, value]) => value.startsWith(`${runId}:`))
+    .map(([key]) => key);
   if (keys.length > 0) await patchGo(clients, namespace, Object.fromEntries(keys.map((k) => [k, null])));
 }
 
@@ -122,7 +155,7 @@ export async function removeAgentAccount(clients: KubeClients, namespace = 'kube
         removed += 1;
       },
       (err: unknown) => {
-        if (httpStatus(err) !== 404) throw err;
+        if (httpStatus(err) !== 404 && httpStatus(err) !== 403) throw err;
       },
     );
   }

@@ -17,6 +17,7 @@ import {
   AGENT_BUNDLE_ENV,
   AGENT_GO_CONFIGMAP,
   AGENT_GO_ENV,
+  AGENT_GO_UNTIL_ENV,
   AGENT_NAME,
   AGENT_REQUEST_ENV,
   AGENT_SERVICE_ACCOUNT,
@@ -28,7 +29,7 @@ import {
 } from '../agent/protocol.ts';
 import { AgentFailedError, DeadlineReachedError, InvalidInputError, NotReadyYetError } from '../errors.ts';
 import { parseImageReference } from '../providers/image-overrides.ts';
-import { ensureAgentAccount, giveGoSignal } from './agent-account.ts';
+import { ensureAgentAccount, giveGoSignal, goValue } from './agent-account.ts';
 import { refusalError } from './agent-refusal.ts';
 import { applyObjects } from './apply.ts';
 import type { KubeClients } from './clients.ts';
@@ -66,6 +67,12 @@ const JOB_DEADLINE_SECONDS = 600;
  * waits for the kubelet for up to a week, and puts the node back in-tree the moment it returns.
  */
 const RESTORE_DEADLINE_SECONDS = 7 * 24 * 3600;
+/**
+ * How long a pre-started agent waits for its go, from its Job's creation; its Job's deadline is this much
+ * longer, so the change itself has the usual time. A restore's wait is not bounded so: one queued on a node
+ * whose kubelet is down starts days later, its go long given.
+ */
+const GO_WINDOW_SECONDS = 540;
 /** An answer nobody read (the orchestrator gave up) is kept this long for a retry, then collected. */
 const JOB_TTL_SECONDS = 3600;
 /** On each agent Job: the operation it runs. */
@@ -171,12 +178,22 @@ function agentJob(
   opts: Pick<AgentJobOptions, 'node' | 'request' | 'image' | 'timeoutMs'>,
   prestarted = false,
 ): V1Job {
+  const restore = opts.request.op === 'restore';
+  const deadline = Math.max(JOB_DEADLINE_SECONDS, Math.ceil((opts.timeoutMs ?? 0) / 1000));
   const gate: { labels: Record<string, string>; account: object; env: { name: string; value: string }[] } =
     prestarted
       ? {
           labels: { [AGENT_PRESTARTED_LABEL]: 'true' },
           account: { serviceAccountName: AGENT_SERVICE_ACCOUNT, automountServiceAccountToken: true },
-          env: [{ name: AGENT_GO_ENV, value: `${namespace}/${AGENT_GO_CONFIGMAP}/${name}` }],
+          env: [
+            {
+              name: AGENT_GO_ENV,
+              value: `${namespace}/${AGENT_GO_CONFIGMAP}/${name}/${goValue(opts.request.runId)}`,
+            },
+            ...(restore
+              ? []
+              : [{ name: AGENT_GO_UNTIL_ENV, value: String(Date.now() + GO_WINDOW_SECONDS * 1000) }]),
+          ],
         }
       : { labels: {}, account: { automountServiceAccountToken: false }, env: [] };
   return {
@@ -189,10 +206,9 @@ function agentJob(
     },
     spec: {
       backoffLimit: 0,
-      activeDeadlineSeconds:
-        opts.request.op === 'restore'
-          ? RESTORE_DEADLINE_SECONDS
-          : Math.max(JOB_DEADLINE_SECONDS, Math.ceil((opts.timeoutMs ?? 0) / 1000)),
+      activeDeadlineSeconds: restore
+        ? RESTORE_DEADLINE_SECONDS
+        : deadline + (prestarted ? GO_WINDOW_SECONDS : 0),
       ttlSecondsAfterFinished: JOB_TTL_SECONDS,
       template: {
         metadata: { labels: LABELS },
@@ -233,7 +249,7 @@ function agentJob(
 
 /**
  * Create the Job, or take the one an earlier attempt of the same request created, or the one pre-started
- * for it, which is then told to go (the wait reads it anyway: one being deleted shows there).
+ * for it, which is then told to go with the value it waits for.
  */
 async function createOrReuse(clients: KubeClients, job: V1Job, namespace: string): Promise<void> {
   const name = job.metadata?.name as string;
@@ -243,7 +259,17 @@ async function createOrReuse(clients: KubeClients, job: V1Job, namespace: string
     );
   } catch (err) {
     if (httpStatus(err) !== 409) throw err;
-    await giveGoSignal(clients, namespace, name);
+    const existing = await call(`read Job ${namespace}/${name}`, () =>
+      clients.batch.readNamespacedJob({ name, namespace }),
+    );
+    if (existing.metadata?.deletionTimestamp) {
+      throw new NotReadyYetError(
+        `agent Job ${namespace}/${name} of an earlier attempt is still being deleted`,
+      );
+    }
+    const go = existing.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === AGENT_GO_ENV)?.value;
+    const value = go?.split('/')[3];
+    if (value && !finished(existing)) await giveGoSignal(clients, namespace, name, value);
   }
 }
 
@@ -393,11 +419,6 @@ async function runJob(clients: KubeClients, opts: AgentJobOptions, bound: Deadli
           if (!read) {
             throw new NotReadyYetError(
               `agent Job ${namespace}/${name} on node ${node} was deleted before it finished`,
-            );
-          }
-          if (read.metadata?.deletionTimestamp) {
-            throw new NotReadyYetError(
-              `agent Job ${namespace}/${name} of an earlier attempt is still being deleted`,
             );
           }
           return read;

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
-import type { V1Job } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions, type V1Job } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentBundle } from '../../lib/agent/bundle.ts';
 import { LAUNCHER_COMMAND } from '../../lib/agent/launcher.ts';
@@ -12,6 +12,7 @@ import {
   AGENT_BUNDLE_ENV,
   AGENT_GO_CONFIGMAP,
   AGENT_GO_ENV,
+  AGENT_GO_UNTIL_ENV,
   AGENT_REQUEST_ENV,
   AGENT_SERVICE_ACCOUNT,
   AGENT_SHA256_ENV,
@@ -24,6 +25,7 @@ import {
   InvalidInputError,
   NotReadyYetError,
 } from '../../lib/errors.ts';
+import { removeGoSignals } from '../../lib/kube/agent-account.ts';
 import {
   AGENT_CONFIGMAP,
   AGENT_HASH_ANNOTATION,
@@ -282,10 +284,13 @@ describe('runAgentJob against the twin', () => {
       serviceAccountName: AGENT_SERVICE_ACCOUNT,
       automountServiceAccountToken: true,
     });
-    expect(job.spec?.template.spec?.containers[0]?.env).toContainEqual({
-      name: AGENT_GO_ENV,
-      value: `${NS}/${AGENT_GO_CONFIGMAP}/${name}`,
-    });
+    const env = job.spec?.template.spec?.containers[0]?.env ?? [];
+    expect(env.find((e) => e.name === AGENT_GO_ENV)?.value).toMatch(
+      new RegExp(`^${NS}/${AGENT_GO_CONFIGMAP}/${name}/pre-w1:[0-9a-f]{16}$`),
+    );
+    // Its agent waits no longer than its Job allows: the Job's deadline is the wait's plus the usual.
+    expect(Number(env.find((e) => e.name === AGENT_GO_UNTIL_ENV)?.value)).toBeGreaterThan(Date.now());
+    expect(job.spec?.activeDeadlineSeconds).toBe(600 + 540);
     // The agent's account: get, list and watch on the go ConfigMap alone.
     const role = (await t.objects.read({
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -320,7 +325,30 @@ describe('runAgentJob against the twin', () => {
     expect(result).toMatchObject({ ok: true, changed: true });
     expect(await t.readFile('worker-1', FLAGS_ENV)).not.toBe(before);
     const given = await t.core.readNamespacedConfigMap({ name: AGENT_GO_CONFIGMAP, namespace: NS });
-    expect(given.data?.[name]).toBe('go');
+    expect(given.data?.[name]).toMatch(/^pre-w1:[0-9a-f]{16}$/);
+  });
+
+  it('starts a pre-started Job on its own go only: a key left by an earlier Job of its name is not it', async () => {
+    const request: AgentRequest = { op: 'set-flags', runId: 'pre-w1b', kubelet: { flags: { v: '6' } } };
+    const name = agentJobName('worker-1', request);
+    const before = await t.readFile('worker-1', FLAGS_ENV);
+    await prestartAgentJob(t, { node: 'worker-1', request });
+    await t.core.patchNamespacedConfigMap(
+      { name: AGENT_GO_CONFIGMAP, namespace: NS, body: { data: { [name]: 'pre-w1b:0000000000000000' } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await t.readFile('worker-1', FLAGS_ENV)).toBe(before);
+    expect(await runAgentJob(t, { node: 'worker-1', request, ...FAST })).toMatchObject({ changed: true });
+    const given = await t.core.readNamespacedConfigMap({ name: AGENT_GO_CONFIGMAP, namespace: NS });
+    expect(given.data?.[name]).toMatch(/^pre-w1b:[0-9a-f]{16}$/);
+    expect(given.data?.[name]).not.toBe('pre-w1b:0000000000000000');
+
+    // A run's keys go once its flips are done; another run's stay.
+    await removeGoSignals(t, 'pre-w1b');
+    const after = await t.core.readNamespacedConfigMap({ name: AGENT_GO_CONFIGMAP, namespace: NS });
+    expect(after.data?.[name]).toBeUndefined();
+    expect(Object.values(after.data ?? {}).some((v) => v.startsWith('pre-w1:'))).toBe(true);
   });
 
   it('starts a pre-started Job again when its agent got no go signal (a pod without its token)', async () => {

@@ -95,8 +95,9 @@ export function agentContainerStart(ctx: TwinContext, pod: KubeObject): AgentSta
 }
 
 /**
- * A pre-started agent (its container's environment names a go signal, `<namespace>/<configMap>/<key>`):
- * what it waits for before it runs. It reads the signal with its pod's ServiceAccount token, so a pod
+ * A pre-started agent (its container's environment names a go signal, `<namespace>/<configMap>/<key>/
+ * <value>`): what it waits for before it runs, the key with that value. The twin waits as long as the pod
+ * lives (its runs are short; the real agent gives up at its Job's bound, AGENT_GO_UNTIL_ENV). It reads the signal with its pod's ServiceAccount token, so a pod
  * without one (automount off, on the pod or else its ServiceAccount) never gets it and refuses, as the
  * real agent does once its wait is over; the twin answers at once. The in-process twin authorises every
  * request (as its access reviews say); a real-API twin's kube-apiserver refused the pod already if its
@@ -113,7 +114,7 @@ export function awaitAgentGo(
   const env = new Map((container.env ?? []).map((e) => [e.name, e.value ?? '']));
   const signal = env.get(AGENT_GO_ENV);
   if (signal === undefined) return Promise.resolve({ kind: 'run' });
-  const [namespace = '', configMap = '', key = ''] = signal.split('/');
+  const [namespace = '', configMap = '', key = '', value] = signal.split('/');
   const account = ctx.store.tryGet(
     'serviceaccounts',
     pod.metadata.namespace,
@@ -136,7 +137,7 @@ export function awaitAgentGo(
     const data = ctx.store.tryGet('configmaps', namespace, configMap)?.data as
       | Record<string, string>
       | undefined;
-    return data?.[key] !== undefined;
+    return data?.[key] !== undefined && (value === undefined || data[key] === value);
   };
   return new Promise((resolve) => {
     if (given()) return resolve({ kind: 'run' });
