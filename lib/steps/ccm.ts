@@ -28,7 +28,7 @@ import { KCM_MANIFEST, TO_EXTERNAL_KUBELET, toExternalKubeadm } from './edits.ts
 import { editKubeadmConfig, editKubeletConfigMap } from './kubeadm-config.ts';
 import { runsLeaderMigration, withLeaderMigration } from './leader-migration.ts';
 import { flipRequest } from './nodes.ts';
-import { prestartFirst } from './prestart.ts';
+import { besidePrestart, prestartFirst } from './prestart.ts';
 import type { ActivateEvent, RunIds } from './schemas.ts';
 import type { Snapshot } from './snapshot.ts';
 import { loadSnapshot } from './snapshot-store.ts';
@@ -405,7 +405,7 @@ async function handCcmBack(event: ActivateEvent, ctx: StepContext): Promise<{ le
 async function completeCcm(event: ActivateEvent, ctx: StepContext): Promise<{ leader: string }> {
   const snapshot = await loadSnapshot(ctx, event);
   // Every kubelet flip is done: their agents' go signals are no longer read.
-  await removeGoSignals(ctx.clients);
+  await removeGoSignals(ctx.clients, event.runId);
   const current = await currentState(ctx, snapshot, ccmWorkloadOf(renderCcm(snapshot, 0)));
   // Complete already (a cluster found external): left as it runs, not rendered again.
   if (current?.nodeLifecycle) {
@@ -439,9 +439,9 @@ export async function activateCcm(event: ActivateEvent, ctx: StepContext): Promi
   }
   // After leader migration this is its phase 4: the CCM rolls out without the flag. The first kubelet
   // flips' agents start meanwhile.
-  const [led] = await Promise.all([
+  const led = await besidePrestart(
     runCcm(ctx, snapshot, { leaderMigration: false, nodeLifecycle: false }, ccmStarted(snapshot)),
     prestartFirst(event, ctx, 'activate-ccm', (node) => flipRequest(snapshot, event.runId, node)),
-  ]);
+  );
   return led;
 }

@@ -16,7 +16,7 @@ import {
 } from './edits.ts';
 import { acrossOwnRestart } from './endpoint.ts';
 import { LEADER_MIGRATION_FLAG } from './leader-migration.ts';
-import { prestartNext } from './prestart.ts';
+import { besidePrestart, prestartNext } from './prestart.ts';
 import { confirmRunningKubelet } from './running-kubelet.ts';
 import type { NodeEvent } from './schemas.ts';
 import type { Snapshot } from './snapshot.ts';
@@ -60,10 +60,10 @@ export async function moveControlPlaneNode(
     ? ENABLE_LEADER_MIGRATION_STATIC_PODS
     : toExternalStaticPods(await loadSnapshot(ctx, event));
   const move = async () => {
-    const [moved] = await Promise.all([
+    const moved = await besidePrestart(
       editAndWait(event, ctx, edits),
       prestartNext(event, ctx, 'move-control-plane-node', () => setStaticPods(event.runId, edits)),
-    ]);
+    );
     return moved;
   };
   if (!edits.some((e) => e.path === KAS_MANIFEST)) return move();
@@ -106,10 +106,10 @@ export function flipRequest(snapshot: Snapshot, runId: string, node: string): Ag
 export async function flipKubelet(event: NodeEvent, ctx: StepContext): Promise<{ changed: boolean }> {
   const snapshot = await loadSnapshot(ctx, event);
   const request = (node: string) => flipRequest(snapshot, event.runId, node);
-  const [result] = await Promise.all([
+  const result = await besidePrestart(
     ctx.agent(event.node, request(event.node)),
     prestartNext(event, ctx, 'flip-kubelet', request),
-  ]);
+  );
   ctx.progress({
     step: 'flip-kubelet',
     node: event.node,

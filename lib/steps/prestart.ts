@@ -60,3 +60,13 @@ export async function prestartFirst(
   if (!event.order || !event.lookahead) return;
   await prestart(event.order.slice(0, event.lookahead), ctx, step, request);
 }
+
+/**
+ * A turn's own work beside its pre-start: the turn's result (or error) once both are done, so that no
+ * pre-start is left in flight when the step ends (a frozen Lambda would send it in a later invocation).
+ */
+export async function besidePrestart<T>(turn: Promise<T>, prestarting: Promise<void>): Promise<T> {
+  const [result] = await Promise.allSettled([turn, prestarting]);
+  if (result.status === 'rejected') throw result.reason;
+  return result.value;
+}

@@ -6,11 +6,11 @@
  * one node at a time (never two controllers; while none runs, no node waits for one).
  */
 
-import { type KubernetesObject, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { type KubernetesObject, PatchStrategy } from '@kubernetes/client-node';
 import type { AgentRequest, AgentResult } from '../agent/protocol.ts';
 import { KUBELET_FILES } from '../controlplane/kubelet-sources.ts';
 import { AgentFailedError, NotReadyYetError, VerificationFailedError } from '../errors.ts';
-import { removeAgentAccount } from '../kube/agent-account.ts';
+import { agentAccountObjects, removeAgentAccount } from '../kube/agent-account.ts';
 import {
   AGENT_CONFIGMAP,
   agentJobName,
@@ -47,7 +47,7 @@ import {
 import { acrossOwnRestart } from './endpoint.ts';
 import { revertKubeadmConfig, revertKubeletConfigMap } from './kubeadm-config.ts';
 import { runsLeaderMigration } from './leader-migration.ts';
-import { prestartNext } from './prestart.ts';
+import { besidePrestart, prestartNext } from './prestart.ts';
 import type { RestoreEvent, RestoreNodeEvent, Verification } from './schemas.ts';
 import { recordedOriginals, type Snapshot } from './snapshot.ts';
 import { loadSnapshot } from './snapshot-store.ts';
@@ -92,10 +92,10 @@ export async function restoreKubelet(
   await cancelQueuedAgentJobs(ctx.clients, event.node, 'restore');
   let result: AgentResult;
   try {
-    [result] = await Promise.all([
+    result = await besidePrestart(
       ctx.agent(event.node, restore),
       prestartNext(event, ctx, 'restore-kubelet', request),
-    ]);
+    );
   } catch (err) {
     if (!(err instanceof NotReadyYetError) || isNodeReady(await readNode(ctx, event.node))) throw err;
     await cancelQueuedAgentJobs(ctx.clients, event.node, 'restore');
@@ -173,10 +173,10 @@ async function restoreAndWait(event: RestoreNodeEvent, ctx: StepContext): Promis
     expected: recordedOriginals(snapshot, node),
     staticPods: event.leaderMigration ? [...ENABLE_LEADER_MIGRATION_STATIC_PODS] : [],
   });
-  const [result] = await Promise.all([
+  const result = await besidePrestart(
     ctx.agent(event.node, request(event.node)),
     prestartNext(event, ctx, 'restore-control-plane-node', request),
-  ]);
+  );
   ctx.progress({
     step: 'restore-control-plane-node',
     node: event.node,
@@ -222,8 +222,9 @@ async function deleteIfPresent(ctx: StepContext, obj: KubernetesObject): Promise
 
 /**
  * Delete the agent's ConfigMap, and the pre-started agents' account and go ConfigMap, unless restores are
- * queued on nodes that are down: their Jobs still need them. The code is then handed to them (owner
- * references), and the garbage collector removes it with the last; the account stays. How many went.
+ * queued on nodes that are down: their Jobs still need them (a queued one may be pre-started). They are
+ * then handed to those Jobs (owner references), and the garbage collector removes them with the last. How
+ * many objects went.
  */
 async function releaseAgentCode(ctx: StepContext): Promise<number> {
   const agentCode = {
@@ -235,7 +236,6 @@ async function releaseAgentCode(ctx: StepContext): Promise<number> {
   if (queued.length === 0) {
     const deleted = await deleteIfPresent(ctx, agentCode);
     forgetAgentBundle(ctx.clients);
-    // A queued Job may have been pre-started: its agent's account and go signal stay with the code.
     return (await removeAgentAccount(ctx.clients)) + (deleted ? 1 : 0);
   }
   const ownerReferences = queued.map((job) => ({
@@ -244,14 +244,26 @@ async function releaseAgentCode(ctx: StepContext): Promise<number> {
     name: job.metadata?.name as string,
     uid: job.metadata?.uid as string,
   }));
-  await call(`hand ${describeObject(agentCode)} to the queued agent Jobs`, () =>
-    ctx.clients.core.patchNamespacedConfigMap(
-      { name: AGENT_CONFIGMAP, namespace: 'kube-system', body: { metadata: { ownerReferences } } },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    ),
-  ).catch((err: unknown) => {
-    if (httpStatus(err) !== 404) throw err;
-  });
+  for (const obj of [agentCode, ...agentAccountObjects('kube-system')]) {
+    const { apiVersion, kind, metadata } = obj;
+    await call(`hand ${describeObject(obj)} to the queued agent Jobs`, () =>
+      ctx.clients.objects.patch(
+        {
+          apiVersion,
+          kind,
+          metadata: { name: metadata?.name, namespace: metadata?.namespace, ownerReferences },
+        },
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        PatchStrategy.MergePatch,
+      ),
+    ).catch((err: unknown) => {
+      // Gone already, or (the account) never put there by this ClusterRole.
+      if (httpStatus(err) !== 404 && httpStatus(err) !== 403) throw err;
+    });
+  }
   ctx.progress({
     step: 'remove-ccm',
     message: `agent code kept for ${queued.length} queued restore(s), removed with them`,

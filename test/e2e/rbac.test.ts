@@ -499,6 +499,27 @@ describe.runIf(realApiRuns())('the RBAC ccm-migrate ships, on a real kube-apiser
     });
   }, 120_000);
 
+  it('migrates both ways under the manifest from before the pre-started agents: no pre-start, nothing refused', async () => {
+    // An install whose RBAC was not applied again: no rule names the agents' account or go ConfigMap.
+    const agentOnes = new Set(['serviceaccounts', 'roles', 'rolebindings']);
+    const beforeAgents = (docs: RbacRole[]) =>
+      docs.map((d) => ({
+        ...d,
+        rules: d.rules?.filter(
+          (r) =>
+            !r.resourceNames?.includes(AGENT_GO_CONFIGMAP) &&
+            !(r.resourceNames?.includes(AGENT_SERVICE_ACCOUNT) && r.resources.some((x) => agentOnes.has(x))),
+        ),
+      }));
+    const { e: run, clients } = await startBound('aws-mini', beforeAgents as never);
+    const progress: string[] = [];
+    const up = await run.upgrade({ clients, onProgress: (p) => progress.push(p.message) });
+    expect(up.error).toBeUndefined();
+    expect(progress.some((m) => m.startsWith('could not pre-start the agent of node'))).toBe(true);
+    const down = await run.downgrade({ clients });
+    expect(down.error).toBeUndefined();
+  }, 120_000);
+
   it('needs escalate: without it the CCM’s ClusterRole is refused and the upgrade rolls back', async () => {
     const withoutEscalate = (docs: RbacRole[]) =>
       docs.map((d) => ({
