@@ -38,8 +38,9 @@ export async function examineContext(
   const image = env[ENV.agentImage];
   return {
     clients,
-    agent: (node, request) =>
+    agent: (node, request, how = {}) =>
       runAgentJob(clients, {
+        ...how,
         node,
         request,
         timeoutMs: STEP_WAIT_MS,

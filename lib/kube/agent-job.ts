@@ -96,6 +96,11 @@ export interface AgentJobOptions {
   /** The invocation's deadline: the call is one draw on it. */
   readonly deadline: Deadline;
   readonly signal?: AbortSignal;
+  /**
+   * The Job was most likely pre-started (lib/steps/prestart.ts): read it first and create it only when it
+   * is not there, instead of a create that the API server refuses with 409.
+   */
+  readonly prestarted?: boolean;
 }
 
 function sha256(text: string): string {
@@ -249,28 +254,38 @@ function agentJob(
 
 /**
  * Create the Job, or take the one an earlier attempt of the same request created, or the one pre-started
- * for it, which is then told to go with the value it waits for.
+ * for it, which is then told to go with the value it waits for. `readFirst`: a pre-started Job is
+ * expected, so it is looked for before a create is tried.
  */
-async function createOrReuse(clients: KubeClients, job: V1Job, namespace: string): Promise<void> {
+async function createOrReuse(
+  clients: KubeClients,
+  job: V1Job,
+  namespace: string,
+  readFirst = false,
+): Promise<void> {
   const name = job.metadata?.name as string;
+  const read = () =>
+    call(`read Job ${namespace}/${name}`, () => clients.batch.readNamespacedJob({ name, namespace }));
+  const there = readFirst ? await orNotFound(read()) : undefined;
+  if (there) return reuse(clients, there, namespace);
   try {
     await call(`create Job ${namespace}/${name}`, () =>
       clients.batch.createNamespacedJob({ namespace, body: job }),
     );
   } catch (err) {
     if (httpStatus(err) !== 409) throw err;
-    const existing = await call(`read Job ${namespace}/${name}`, () =>
-      clients.batch.readNamespacedJob({ name, namespace }),
-    );
-    if (existing.metadata?.deletionTimestamp) {
-      throw new NotReadyYetError(
-        `agent Job ${namespace}/${name} of an earlier attempt is still being deleted`,
-      );
-    }
-    const go = existing.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === AGENT_GO_ENV)?.value;
-    const value = go?.split('/')[3];
-    if (value && !finished(existing)) await giveGoSignal(clients, namespace, name, value);
+    await reuse(clients, await read(), namespace);
   }
+}
+
+async function reuse(clients: KubeClients, existing: V1Job, namespace: string): Promise<void> {
+  const name = existing.metadata?.name as string;
+  if (existing.metadata?.deletionTimestamp) {
+    throw new NotReadyYetError(`agent Job ${namespace}/${name} of an earlier attempt is still being deleted`);
+  }
+  const go = existing.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === AGENT_GO_ENV)?.value;
+  const value = go?.split('/')[3];
+  if (value && !finished(existing)) await giveGoSignal(clients, namespace, name, value);
 }
 
 /**
@@ -401,7 +416,7 @@ async function runJob(clients: KubeClients, opts: AgentJobOptions, bound: Deadli
   const name = agentJobName(node, opts.request);
   const wait = { waitMs: bound.remainingMs(), pollMs: opts.pollMs ?? 1000, deadline: bound };
   const bundleSha256 = await ensureBundle(clients, namespace);
-  await createOrReuse(clients, agentJob(name, namespace, bundleSha256, opts), namespace);
+  await createOrReuse(clients, agentJob(name, namespace, bundleSha256, opts), namespace, opts.prestarted);
 
   let pod: V1Pod | undefined;
   let outcome: { type: string; reason?: string } | undefined;

@@ -45,8 +45,9 @@ export function localContext(
   const pollMs = opts.pollMs ?? DEFAULT_POLL_MS;
   return {
     clients: opts.clients,
-    agent: async (node: string, request: AgentRequest) => {
+    agent: async (node: string, request: AgentRequest, how = {}) => {
       const result = await runAgentJob(opts.clients, {
+        ...how,
         node,
         request,
         timeoutMs: waitMs,

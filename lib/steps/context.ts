@@ -26,8 +26,15 @@ export interface Progress {
 export interface StepContext {
   readonly clients: KubeClients;
   readonly store: RunStore;
-  /** Run one agent request on a node (a Job pinned to it) and return its answer, within `deadline`. */
-  readonly agent: (node: string, request: AgentRequest) => Promise<AgentResult>;
+  /**
+   * Run one agent request on a node (a Job pinned to it) and return its answer, within `deadline`;
+   * `prestarted`: its Job was most likely created ahead (prestartAgent), so it is looked for first.
+   */
+  readonly agent: (
+    node: string,
+    request: AgentRequest,
+    opts?: { readonly prestarted?: boolean },
+  ) => Promise<AgentResult>;
   /**
    * Create the agent Job of a later turn now: its pod starts while this turn runs, and its agent waits for
    * the go that `agent` with the same request gives it (lib/kube/agent-job.ts). Absent: no pre-start.

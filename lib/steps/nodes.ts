@@ -16,7 +16,7 @@ import {
 } from './edits.ts';
 import { acrossOwnRestart } from './endpoint.ts';
 import { LEADER_MIGRATION_FLAG } from './leader-migration.ts';
-import { besidePrestart, prestartNext } from './prestart.ts';
+import { besidePrestart, prestartNext, wasPrestarted } from './prestart.ts';
 import { confirmRunningKubelet } from './running-kubelet.ts';
 import type { NodeEvent } from './schemas.ts';
 import type { Snapshot } from './snapshot.ts';
@@ -76,7 +76,9 @@ async function editAndWait(
   edits: readonly StaticPodEdit[],
 ): Promise<{ changed: boolean }> {
   const enabling = event.phase === 'enable-leader-migration';
-  const result = await ctx.agent(event.node, setStaticPods(event.runId, edits));
+  const result = await ctx.agent(event.node, setStaticPods(event.runId, edits), {
+    prestarted: wasPrestarted(event),
+  });
   const done = enabling ? 'leader migration already on' : 'manifests already external';
   ctx.progress({
     // Phase 1 reads as its own step in the progress output: the node is not moved yet.
@@ -107,7 +109,8 @@ export async function flipKubelet(event: NodeEvent, ctx: StepContext): Promise<{
   const snapshot = await loadSnapshot(ctx, event);
   const request = (node: string) => flipRequest(snapshot, event.runId, node);
   const result = await besidePrestart(
-    ctx.agent(event.node, request(event.node)),
+    // The CCM's start pre-started the first batch (lib/steps/ccm.ts).
+    ctx.agent(event.node, request(event.node), { prestarted: wasPrestarted(event, true) }),
     prestartNext(event, ctx, 'flip-kubelet', request),
   );
   ctx.progress({

@@ -8,6 +8,16 @@ import type { AgentRequest } from '../agent/protocol.ts';
 import type { StepContext } from './context.ts';
 import type { NodeEvent, PrestartEvent } from './schemas.ts';
 
+/**
+ * Whether this turn's agent was pre-started by an earlier one: from the `lookahead`-th of the order on, or
+ * every one where the step before the Map pre-started the first batch (`firstBatch`).
+ */
+export function wasPrestarted(event: NodeEvent, firstBatch = false): boolean {
+  if (!event.order || !event.lookahead) return false;
+  const at = event.order.indexOf(event.node);
+  return at >= (firstBatch ? 0 : event.lookahead);
+}
+
 /** The node whose turn follows this one's in its slot, if any. */
 export function nextInSlot(event: NodeEvent): string | undefined {
   if (!event.order || !event.lookahead) return undefined;

@@ -47,7 +47,7 @@ import {
 import { acrossOwnRestart } from './endpoint.ts';
 import { revertKubeadmConfig, revertKubeletConfigMap } from './kubeadm-config.ts';
 import { runsLeaderMigration } from './leader-migration.ts';
-import { besidePrestart, prestartNext } from './prestart.ts';
+import { besidePrestart, prestartNext, wasPrestarted } from './prestart.ts';
 import type { RestoreEvent, RestoreNodeEvent, Verification } from './schemas.ts';
 import { recordedOriginals, type Snapshot } from './snapshot.ts';
 import { loadSnapshot } from './snapshot-store.ts';
@@ -93,7 +93,7 @@ export async function restoreKubelet(
   let result: AgentResult;
   try {
     result = await besidePrestart(
-      ctx.agent(event.node, restore),
+      ctx.agent(event.node, restore, { prestarted: wasPrestarted(event) }),
       prestartNext(event, ctx, 'restore-kubelet', request),
     );
   } catch (err) {
@@ -174,7 +174,7 @@ async function restoreAndWait(event: RestoreNodeEvent, ctx: StepContext): Promis
     staticPods: event.leaderMigration ? [...ENABLE_LEADER_MIGRATION_STATIC_PODS] : [],
   });
   const result = await besidePrestart(
-    ctx.agent(event.node, request(event.node)),
+    ctx.agent(event.node, request(event.node), { prestarted: wasPrestarted(event) }),
     prestartNext(event, ctx, 'restore-control-plane-node', request),
   );
   ctx.progress({

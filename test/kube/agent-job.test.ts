@@ -321,7 +321,8 @@ describe('runAgentJob against the twin', () => {
     const go = await t.core.readNamespacedConfigMap({ name: AGENT_GO_CONFIGMAP, namespace: NS });
     expect(go.data?.[name]).toBeUndefined();
 
-    const result = await runAgentJob(t, { node: 'worker-1', request, ...FAST });
+    // Its turn, told to expect it, reads it first: no create refused with 409.
+    const result = await runAgentJob(t, { node: 'worker-1', request, ...FAST, prestarted: true });
     expect(result).toMatchObject({ ok: true, changed: true });
     expect(await t.readFile('worker-1', FLAGS_ENV)).not.toBe(before);
     const given = await t.core.readNamespacedConfigMap({ name: AGENT_GO_CONFIGMAP, namespace: NS });
@@ -384,8 +385,8 @@ describe('runAgentJob against the twin', () => {
     expect((refused as Error).message).toContain('got no go signal');
     expect(await t.readFile('worker-2', FLAGS_ENV)).toBe(before);
     await eventually(() => jobGone(name), { what: 'the refused Job deleted' });
-    // The retry creates the Job afresh, and its agent runs.
-    expect(await runAgentJob(t, { node: 'worker-2', request, ...FAST })).toMatchObject({
+    // The retry creates the Job afresh (told to expect one, it finds none), and its agent runs.
+    expect(await runAgentJob(t, { node: 'worker-2', request, ...FAST, prestarted: true })).toMatchObject({
       ok: true,
       changed: true,
     });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentRequest } from '../../lib/agent/protocol.ts';
 import type { Progress, StepContext } from '../../lib/steps/context.ts';
-import { nextInSlot, prestartFirst, prestartNext } from '../../lib/steps/prestart.ts';
+import { nextInSlot, prestartFirst, prestartNext, wasPrestarted } from '../../lib/steps/prestart.ts';
 
 const order = ['cp-1', 'cp-2', 'w-1', 'w-2', 'w-3'];
 const event = (node: string, lookahead?: number) => ({
@@ -34,6 +34,17 @@ describe('pre-starting the agents of later turns', () => {
     expect(nextInSlot(event('w-3', 1))).toBeUndefined();
     expect(nextInSlot(event('not-listed', 1))).toBeUndefined();
     expect(nextInSlot(event('cp-1'))).toBeUndefined();
+  });
+
+  it('knows which turns were pre-started: from the lookahead-th on, or all when the first batch was', () => {
+    expect([0, 1, 2, 3].map((i) => wasPrestarted(event(order[i] as string, 2)))).toEqual([
+      false,
+      false,
+      true,
+      true,
+    ]);
+    expect(wasPrestarted(event('cp-1', 2), true)).toBe(true);
+    expect(wasPrestarted(event('cp-1'), true)).toBe(false);
   });
 
   it('pre-starts the next node from a turn, and the first batch from the step before the Map', async () => {
