@@ -21,6 +21,7 @@ import { AGENT_GO_CONFIGMAP, AGENT_NAME, AGENT_SERVICE_ACCOUNT } from '../agent/
 import { FIELD_MANAGER } from './apply.ts';
 import type { KubeClients } from './clients.ts';
 import { call, httpStatus, orNotFound } from './errors.ts';
+import { OncePerNamespace } from './once-per-namespace.ts';
 
 const LABELS = { 'app.kubernetes.io/name': AGENT_NAME, 'app.kubernetes.io/managed-by': 'ccm-migrate' };
 
@@ -53,8 +54,8 @@ export function agentAccountObjects(namespace: string): KubernetesObject[] {
   ];
 }
 
-/** Applied (or being applied), per clients and namespace: one server-side apply of each object per process. */
-const ensured = new WeakMap<KubeClients, Map<string, Promise<void>>>();
+/** Put in place (or being put there), per clients and namespace. */
+const accounts = new OncePerNamespace<void>();
 
 async function applyAccount(clients: KubeClients, namespace: string): Promise<void> {
   const there = await orNotFound(
@@ -72,15 +73,7 @@ async function applyAccount(clients: KubeClients, namespace: string): Promise<vo
 
 /** Make sure the pre-started agents' account and go ConfigMap are in place (a failure is not remembered). */
 export function ensureAgentAccount(clients: KubeClients, namespace: string): Promise<void> {
-  const known = ensured.get(clients) ?? new Map<string, Promise<void>>();
-  ensured.set(clients, known);
-  let done = known.get(namespace);
-  if (!done) {
-    done = applyAccount(clients, namespace);
-    known.set(namespace, done);
-    done.catch(() => known.delete(namespace));
-  }
-  return done;
+  return accounts.get(clients, namespace, () => applyAccount(clients, namespace));
 }
 
 function patchGo(clients: KubeClients, namespace: string, data: Record<string, string | null>) {
@@ -112,7 +105,7 @@ export async function giveGoSignal(
   await give().catch(async (err: unknown) => {
     if (httpStatus(err) === 403) return;
     if (httpStatus(err) !== 404) throw err;
-    ensured.get(clients)?.delete(namespace);
+    accounts.forget(clients, namespace);
     await ensureAgentAccount(clients, namespace);
     await give();
   });
@@ -159,6 +152,6 @@ export async function removeAgentAccount(clients: KubeClients, namespace = 'kube
       },
     );
   }
-  ensured.get(clients)?.delete(namespace);
+  accounts.forget(clients, namespace);
   return removed;
 }

@@ -35,6 +35,7 @@ import { applyObjects } from './apply.ts';
 import type { KubeClients } from './clients.ts';
 import type { Deadline } from './deadline.ts';
 import { call, httpStatus, orNotFound } from './errors.ts';
+import { OncePerNamespace } from './once-per-namespace.ts';
 import { latest, type WaitOptions, waitFor, wakeOnObject } from './wait.ts';
 import { labelSelectorOf } from './well-known.ts';
 
@@ -124,19 +125,10 @@ export function agentJobName(node: string, request: AgentRequest): string {
  * ConfigMap read per process, not per Job, and one apply even when a preflight starts Jobs on every node at
  * once.
  */
-const ensured = new WeakMap<KubeClients, Map<string, Promise<string>>>();
+const bundles = new OncePerNamespace<string>();
 
 function ensureBundle(clients: KubeClients, namespace: string): Promise<string> {
-  const known = ensured.get(clients) ?? new Map<string, Promise<string>>();
-  ensured.set(clients, known);
-  let done = known.get(namespace);
-  if (!done) {
-    done = putBundle(clients, namespace);
-    known.set(namespace, done);
-    // A failed attempt is not remembered: the next Job tries again.
-    done.catch(() => known.delete(namespace));
-  }
-  return done;
+  return bundles.get(clients, namespace, () => putBundle(clients, namespace));
 }
 
 /**
@@ -144,7 +136,7 @@ function ensureBundle(clients: KubeClients, namespace: string): Promise<string> 
  * (the next run in this process, a warm Lambda) applies it again instead of naming a bundle that is gone.
  */
 export function forgetAgentBundle(clients: KubeClients, namespace = 'kube-system'): void {
-  ensured.get(clients)?.delete(namespace);
+  bundles.forget(clients, namespace);
 }
 
 /** Apply the bundle unless the ConfigMap holds it already (its data, not its annotation); its sha256. */
