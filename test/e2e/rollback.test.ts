@@ -135,8 +135,14 @@ describe.each(apiServersUnderTest())('on the $name', (server) => {
       const result = await e2e.upgrade({
         waitMs: 300,
         // The short waits are for the restore on the node that never returns; preflight's agent Jobs get
-        // pauses long enough for a loaded CI machine (its 9 tries of 0.3 s ran out there once).
-        retryIntervalOverrides: { ...FAST_RETRIES, [UPGRADE_STATES.preflight]: 1000 },
+        // pauses long enough for a loaded CI machine (its 9 tries of 0.3 s ran out there once), and so do
+        // the flips (a pre-started agent's go goes through the API server and back: on the real one, under
+        // CI's load, worker-1's 9 tries of 0.3 s with 20 ms pauses ran out once).
+        retryIntervalOverrides: {
+          ...FAST_RETRIES,
+          [UPGRADE_STATES.preflight]: 1000,
+          [UPGRADE_STATES.flipKubelet]: 100,
+        },
         onProgress: (p) => progress.push(`${p.node ?? ''}: ${p.message}`),
       });
 
