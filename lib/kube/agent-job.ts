@@ -185,7 +185,7 @@ function agentJob(
           env: [
             {
               name: AGENT_GO_ENV,
-              value: `${namespace}/${AGENT_GO_CONFIGMAP}/${name}/${goValue(opts.request.runId)}`,
+              value: goSignalOf(namespace, name, goValue(opts.request.runId)),
             },
             ...(restore
               ? []
@@ -275,9 +275,26 @@ async function reuse(clients: KubeClients, existing: V1Job, namespace: string): 
   if (existing.metadata?.deletionTimestamp) {
     throw new NotReadyYetError(`agent Job ${namespace}/${name} of an earlier attempt is still being deleted`);
   }
-  const go = existing.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === AGENT_GO_ENV)?.value;
-  const value = go?.split('/')[3];
+  const value = goValueOf(existing);
   if (value && !finished(existing)) await giveGoSignal(clients, namespace, name, value);
+}
+
+/** AGENT_GO_ENV of a pre-started Job: `<namespace>/<go ConfigMap>/<its name>/<the value it waits for>`. */
+function goSignalOf(namespace: string, job: string, value: string): string {
+  return `${namespace}/${AGENT_GO_CONFIGMAP}/${job}/${value}`;
+}
+
+/** The value a pre-started Job waits for (goSignalOf's last part); undefined for any other Job. */
+function goValueOf(job: V1Job): string | undefined {
+  const env = job.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === AGENT_GO_ENV);
+  return env?.value?.split('/')[3];
+}
+
+/** A request the agent would refuse is refused here, before anything is created. */
+function refuseInvalid(request: AgentRequest): void {
+  const parsed = AgentRequestSchema.safeParse(request);
+  if (!parsed.success)
+    throw new InvalidInputError(`invalid agent request: ${parsed.error.issues[0]?.message}`);
 }
 
 /**
@@ -290,9 +307,7 @@ export async function prestartAgentJob(
   clients: KubeClients,
   opts: Pick<AgentJobOptions, 'node' | 'request' | 'namespace' | 'image' | 'timeoutMs'>,
 ): Promise<void> {
-  const parsed = AgentRequestSchema.safeParse(opts.request);
-  if (!parsed.success)
-    throw new InvalidInputError(`invalid agent request: ${parsed.error.issues[0]?.message}`);
+  refuseInvalid(opts.request);
   const namespace = opts.namespace ?? 'kube-system';
   // Named as runAgentJob names it, from the request as given: its turn must find this Job.
   const name = agentJobName(opts.node, opts.request);
@@ -393,9 +408,7 @@ async function deleteJob(
  * when the invocation's time ran out first); API trouble → the named errors of `call()`.
  */
 export async function runAgentJob(clients: KubeClients, opts: AgentJobOptions): Promise<AgentResult> {
-  const parsed = AgentRequestSchema.safeParse(opts.request);
-  if (!parsed.success)
-    throw new InvalidInputError(`invalid agent request: ${parsed.error.issues[0]?.message}`);
+  refuseInvalid(opts.request);
   opts.signal?.throwIfAborted();
   // The whole call, the Job's deletion too, is one draw on the invocation's deadline: a step's worst case
   // counts it once.
