@@ -91,17 +91,18 @@ export function goValue(runId: string): string {
 }
 
 /**
- * Tell the pre-started agent of Job `job` to go (`value`, from its Job). The go ConfigMap gone (deleted
- * meanwhile): the account is put back and the go given. Refused (403): the agent gets no go, refuses once
- * its wait is over, and its turn starts the agent afresh.
+ * Tell the pre-started agents of these Jobs to go (each Job's name to the value from its Job), in one
+ * patch: each waiting agent sees one change, however many Jobs it lets go. The go ConfigMap gone (deleted
+ * meanwhile): the account is put back and the go given. Refused (403): the agents get no go, refuse once
+ * their wait is over, and their turns start them afresh.
  */
-export async function giveGoSignal(
+export async function giveGoSignals(
   clients: KubeClients,
-  namespace: string,
-  job: string,
-  value: string,
+  values: Readonly<Record<string, string>>,
+  namespace = 'kube-system',
 ): Promise<void> {
-  const give = () => patchGo(clients, namespace, { [job]: value });
+  if (Object.keys(values).length === 0) return;
+  const give = () => patchGo(clients, namespace, values);
   await give().catch(async (err: unknown) => {
     if (httpStatus(err) === 403) return;
     if (httpStatus(err) !== 404) throw err;
@@ -109,6 +110,20 @@ export async function giveGoSignal(
     await ensureAgentAccount(clients, namespace);
     await give();
   });
+}
+
+/** Take these Jobs' go signals back in one patch; nothing to take back (404, 403) is no error. */
+export async function takeGoSignalsBack(
+  clients: KubeClients,
+  jobs: readonly string[],
+  namespace = 'kube-system',
+): Promise<void> {
+  if (jobs.length === 0) return;
+  await patchGo(clients, namespace, Object.fromEntries(jobs.map((job) => [job, null]))).catch(
+    (err: unknown) => {
+      if (httpStatus(err) !== 404 && httpStatus(err) !== 403) throw err;
+    },
+  );
 }
 
 /**
@@ -131,7 +146,7 @@ export async function removeGoSignals(
   const keys = Object.entries(current?.data ?? {})
     .filter(([, value]) => value.startsWith(`${runId}:`))
     .map(([key]) => key);
-  if (keys.length > 0) await patchGo(clients, namespace, Object.fromEntries(keys.map((k) => [k, null])));
+  await takeGoSignalsBack(clients, keys, namespace);
 }
 
 /**

@@ -29,7 +29,7 @@ import {
 } from '../agent/protocol.ts';
 import { AgentFailedError, DeadlineReachedError, InvalidInputError, NotReadyYetError } from '../errors.ts';
 import { parseImageReference } from '../providers/image-overrides.ts';
-import { ensureAgentAccount, giveGoSignal, goValue } from './agent-account.ts';
+import { ensureAgentAccount, giveGoSignals, goValue } from './agent-account.ts';
 import { refusalError } from './agent-refusal.ts';
 import { applyObjects } from './apply.ts';
 import type { KubeClients } from './clients.ts';
@@ -102,6 +102,18 @@ export interface AgentJobOptions {
    * is not there, instead of a create that the API server refuses with 409.
    */
   readonly prestarted?: boolean;
+  /**
+   * The Job was pre-started and its go given already, with others' in one patch (giveGoSignals): it is
+   * only waited for. Gone meanwhile: NotReadyYet, and the retry starts it afresh.
+   */
+  readonly goGiven?: boolean;
+}
+
+/** A Job prestartAgentJob created, and the go value it waits for. */
+export interface PrestartedAgent {
+  readonly node: string;
+  readonly job: string;
+  readonly go: string;
 }
 
 function sha256(text: string): string {
@@ -173,19 +185,20 @@ function agentJob(
   namespace: string,
   bundleSha256: string,
   opts: Pick<AgentJobOptions, 'node' | 'request' | 'image' | 'timeoutMs'>,
-  prestarted = false,
+  /** Pre-started: the go value it waits for. */
+  go?: string,
 ): V1Job {
   const restore = opts.request.op === 'restore';
   const deadline = Math.max(JOB_DEADLINE_SECONDS, Math.ceil((opts.timeoutMs ?? 0) / 1000));
   const gate: { labels: Record<string, string>; account: object; env: { name: string; value: string }[] } =
-    prestarted
+    go !== undefined
       ? {
           labels: { [AGENT_PRESTARTED_LABEL]: 'true' },
           account: { serviceAccountName: AGENT_SERVICE_ACCOUNT, automountServiceAccountToken: true },
           env: [
             {
               name: AGENT_GO_ENV,
-              value: goSignalOf(namespace, name, goValue(opts.request.runId)),
+              value: goSignalOf(namespace, name, go),
             },
             ...(restore
               ? []
@@ -205,7 +218,7 @@ function agentJob(
       backoffLimit: 0,
       activeDeadlineSeconds: restore
         ? RESTORE_DEADLINE_SECONDS
-        : deadline + (prestarted ? GO_WINDOW_SECONDS : 0),
+        : deadline + (go !== undefined ? GO_WINDOW_SECONDS : 0),
       ttlSecondsAfterFinished: JOB_TTL_SECONDS,
       template: {
         metadata: { labels: LABELS },
@@ -276,7 +289,7 @@ async function reuse(clients: KubeClients, existing: V1Job, namespace: string): 
     throw new NotReadyYetError(`agent Job ${namespace}/${name} of an earlier attempt is still being deleted`);
   }
   const value = goValueOf(existing);
-  if (value && !finished(existing)) await giveGoSignal(clients, namespace, name, value);
+  if (value && !finished(existing)) await giveGoSignals(clients, { [name]: value }, namespace);
 }
 
 /** AGENT_GO_ENV of a pre-started Job: `<namespace>/<go ConfigMap>/<its name>/<the value it waits for>`. */
@@ -301,12 +314,12 @@ function refuseInvalid(request: AgentRequest): void {
  * Create `opts`'s Job ahead of its turn: its pod starts (image pulled, container running) and its agent
  * waits for the go that runAgentJob of the same request gives it, so the pod's start is off the turn's
  * critical path. It touches nothing on the node before that go. A Job already there (the turn came first,
- * or an earlier attempt pre-started it) is left as it is.
+ * or an earlier attempt pre-started it) is left as it is: undefined.
  */
 export async function prestartAgentJob(
   clients: KubeClients,
   opts: Pick<AgentJobOptions, 'node' | 'request' | 'namespace' | 'image' | 'timeoutMs'>,
-): Promise<void> {
+): Promise<PrestartedAgent | undefined> {
   refuseInvalid(opts.request);
   const namespace = opts.namespace ?? 'kube-system';
   // Named as runAgentJob names it, from the request as given: its turn must find this Job.
@@ -315,12 +328,35 @@ export async function prestartAgentJob(
     ensureBundle(clients, namespace),
     ensureAgentAccount(clients, namespace),
   ]);
-  const job = agentJob(name, namespace, bundleSha256, opts, true);
-  await call(`create Job ${namespace}/${name}`, () =>
+  const go = goValue(opts.request.runId);
+  const job = agentJob(name, namespace, bundleSha256, opts, go);
+  return call(`create Job ${namespace}/${name}`, () =>
     clients.batch.createNamespacedJob({ namespace, body: job }),
-  ).catch((err: unknown) => {
-    if (httpStatus(err) !== 409) throw err;
-  });
+  ).then(
+    () => ({ node: opts.node, job: name, go }),
+    (err: unknown) => {
+      if (httpStatus(err) !== 409) throw err;
+      return undefined;
+    },
+  );
+}
+
+/**
+ * Delete pre-started Jobs whose turns will not come (the step failed before them): their agents, never
+ * given the go, changed nothing. Best effort: a Job left refuses at its bound, still changing nothing.
+ */
+export async function cancelPrestartedAgentJobs(
+  clients: KubeClients,
+  jobs: readonly string[],
+  namespace = 'kube-system',
+): Promise<void> {
+  await Promise.allSettled(
+    jobs.map((name) =>
+      call(`delete Job ${namespace}/${name}`, () =>
+        clients.batch.deleteNamespacedJob({ name, namespace, propagationPolicy: 'Background' }),
+      ),
+    ),
+  );
 }
 
 /** Agent Jobs that have not finished (e.g. restores queued on nodes whose kubelet is down). */
@@ -421,7 +457,9 @@ async function runJob(clients: KubeClients, opts: AgentJobOptions, bound: Deadli
   const name = agentJobName(node, opts.request);
   const wait = { waitMs: bound.remainingMs(), pollMs: opts.pollMs ?? 1000, deadline: bound };
   const bundleSha256 = await ensureBundle(clients, namespace);
-  await createOrReuse(clients, agentJob(name, namespace, bundleSha256, opts), namespace, opts.prestarted);
+  if (!opts.goGiven) {
+    await createOrReuse(clients, agentJob(name, namespace, bundleSha256, opts), namespace, opts.prestarted);
+  }
 
   let pod: V1Pod | undefined;
   let outcome: { type: string; reason?: string } | undefined;

@@ -98,7 +98,8 @@ function noDiff(path: string, exam: ClusterExamination): string {
 
 export async function planUpgrade(opts: PlanOptions): Promise<UpgradePlan> {
   const runId = newRunId('plan');
-  const ctx = localContext(opts);
+  // No agent pre-started: that would create the agents' ServiceAccount and Role, and plan changes nothing.
+  const { prestartAgent: _, ...ctx } = localContext(opts);
   const exam = await examineCluster(ctx, runId, opts.options);
   const expected = expectedAddresses(exam.predictedAddresses, ccmName(exam.provider));
   const { nodes: _nodes, files: _files, cloudConfigCopies, ...examination } = exam;

@@ -4,6 +4,7 @@
  * local engine build it once per invocation; the steps never know which.
  */
 import type { AgentRequest, AgentResult } from '../agent/protocol.ts';
+import type { PrestartedAgent } from '../kube/agent-job.ts';
 import type { KubeClients } from '../kube/clients.ts';
 import type { Deadline } from '../kube/deadline.ts';
 import type { RunStore } from '../store/run-store.ts';
@@ -28,18 +29,20 @@ export interface StepContext {
   readonly store: RunStore;
   /**
    * Run one agent request on a node (a Job pinned to it) and return its answer, within `deadline`;
-   * `prestarted`: its Job was most likely created ahead (prestartAgent), so it is looked for first.
+   * `prestarted`: its Job was most likely created ahead (prestartAgent), so it is looked for first;
+   * `goGiven`: it was, and its go was given with others' (giveGoSignals), so it is only waited for.
    */
   readonly agent: (
     node: string,
     request: AgentRequest,
-    opts?: { readonly prestarted?: boolean },
+    opts?: { readonly prestarted?: boolean; readonly goGiven?: boolean },
   ) => Promise<AgentResult>;
   /**
    * Create the agent Job of a later turn now: its pod starts while this turn runs, and its agent waits for
    * the go that `agent` with the same request gives it (lib/kube/agent-job.ts). Absent: no pre-start.
+   * Undefined: the Job was there already.
    */
-  readonly prestartAgent?: (node: string, request: AgentRequest) => Promise<void>;
+  readonly prestartAgent?: (node: string, request: AgentRequest) => Promise<PrestartedAgent | undefined>;
   readonly progress: (event: Progress) => void;
   /**
    * How long one wait for the cluster lasts before it answers NotReadyYet and lets the state machine retry:

@@ -4,7 +4,7 @@
  */
 import type { V1Node } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
-import type { AgentResult, FileReport } from '../agent/protocol.ts';
+import type { AgentRequest, AgentResult, FileReport } from '../agent/protocol.ts';
 import {
   externalNodeName,
   KUBELET_CONFIG_FILE,
@@ -18,6 +18,8 @@ import {
   KubeApiRejectedError,
   PreflightFailedError,
 } from '../errors.ts';
+import { giveGoSignals, takeGoSignalsBack } from '../kube/agent-account.ts';
+import { cancelPrestartedAgentJobs } from '../kube/agent-job.ts';
 import { call } from '../kube/errors.ts';
 import { readSecretMetadata } from '../kube/metadata.ts';
 import { foreignObjects, MANAGED_BY } from '../kube/ownership.ts';
@@ -57,6 +59,7 @@ import { readClusterConfiguration, readKubeletConfiguration } from './kubeadm-co
 import { dropInsInTheWay } from './kubelet-drop-ins.ts';
 import { decideLeaderMigration } from './leader-migration.ts';
 import { listOf } from './list-of.ts';
+import { besidePrestart, prestartAgents } from './prestart.ts';
 import { uneditedKubeletFlags } from './running-kubelet.ts';
 import type { LeaderMigrationDecision, PreflightResult, UpgradeOptions } from './schemas.ts';
 import { type NodeFacts, type Snapshot, SnapshotSchema, TOPOLOGY_LABELS } from './snapshot.ts';
@@ -117,16 +120,21 @@ async function inspectNodes(
   const backups: BackupDigests = {};
   const renamed: Record<string, string> = {};
   const unedited: string[] = [];
-  const inspect = async (node: V1Node): Promise<void> => {
-    const name = nodeName(node);
-    // The credential plugin's config too: the snapshot records it absent, the file the way back removes.
-    const paths = [...(isControlPlane(node) ? CONTROL_PLANE_MANIFESTS : []), PLUGIN_CONFIG_PATH];
-    const result = await ctx.agent(name, {
-      op: 'inspect',
-      runId,
-      paths,
-      ...(backupsOf ? { backupsOf } : {}),
-    });
+  const requests = new Map<string, AgentRequest>(
+    nodes.map((node) => [
+      nodeName(node),
+      {
+        op: 'inspect',
+        runId,
+        // The credential plugin's config too: the snapshot records it absent, the file the way back removes.
+        paths: [...(isControlPlane(node) ? CONTROL_PLANE_MANIFESTS : []), PLUGIN_CONFIG_PATH],
+        ...(backupsOf ? { backupsOf } : {}),
+      },
+    ]),
+  );
+  const requestOf = (name: string): AgentRequest => requests.get(name) as AgentRequest;
+  const inspect = async (name: string, goGiven = false): Promise<void> => {
+    const result = await ctx.agent(name, requestOf(name), { goGiven });
     files[name] = result.files;
     if (result.backups) backups[name] = result.backups;
     const external = result.host && externalNodeName(result.host.hostname, result.host.hostnameOverride);
@@ -139,10 +147,34 @@ async function inspectNodes(
     credentials[name] = result.imageCredentials;
     ctx.progress({ step: 'preflight', node: name, message: 'inspected' });
   };
-  // One Job first: an agent image or bundle its launcher refuses is reported by one Job, not by fifty.
-  const [first, ...rest] = nodes;
-  if (first) await inspect(first);
-  await Promise.all(rest.map((node) => limit(() => inspect(node))));
+  // One Job first: an agent image or bundle its launcher refuses is reported by one Job, not by fifty. The
+  // others' pods start beside it (lib/steps/prestart.ts), each waiting for its go: they are told to go
+  // together once the first answered, or deleted unrun if it did not.
+  const [first, ...rest] = nodes.map(nodeName);
+  const prestarting = prestartAgents(rest, ctx, 'preflight', requestOf);
+  try {
+    if (first)
+      await besidePrestart(
+        inspect(first),
+        prestarting.then(() => undefined),
+      );
+  } catch (err) {
+    await cancelPrestartedAgentJobs(
+      ctx.clients,
+      (await prestarting).map((p) => p.job),
+    );
+    throw err;
+  }
+  const prestarted = await prestarting;
+  const jobs = prestarted.map((p) => p.job);
+  await giveGoSignals(ctx.clients, Object.fromEntries(prestarted.map((p) => [p.job, p.go])));
+  const given = new Set(prestarted.map((p) => p.node));
+  try {
+    await Promise.all(rest.map((name) => limit(() => inspect(name, given.has(name)))));
+  } finally {
+    // Every agent of this round answered or failed: their keys would only weigh on the flips' go changes.
+    await takeGoSignalsBack(ctx.clients, jobs);
+  }
   return { files, backups, renamed, unedited, credentials, nodeIPs };
 }
 

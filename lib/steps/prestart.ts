@@ -4,7 +4,9 @@
  * turn's restart instead of after it. That agent touches nothing until its own turn gives it the go
  * (lib/kube/agent-account.ts), so maxUnavailable and one control-plane node at a time hold as before.
  */
+import pLimit from 'p-limit';
 import type { AgentRequest } from '../agent/protocol.ts';
+import type { PrestartedAgent } from '../kube/agent-job.ts';
 import type { StepContext } from './context.ts';
 import type { NodeEvent, PrestartEvent } from './schemas.ts';
 
@@ -25,28 +27,42 @@ export function nextInSlot(event: NodeEvent): string | undefined {
   return at < 0 ? undefined : event.order[at + event.lookahead];
 }
 
+/** How many Jobs a pre-start creates at once (a preflight pre-starts one per node). */
+const PRESTART_CONCURRENCY = 100;
+
 /**
- * Pre-start these nodes' agents with the requests they will run. A failure only costs a node its head
- * start (its turn creates the Job as before): it is reported, never thrown.
+ * Pre-start these nodes' agents with the requests they will run; the Jobs created. A failure only costs a
+ * node its head start (its turn creates the Job as before): reported, once for all of them, never thrown.
  */
-async function prestart(
+export async function prestartAgents(
   nodes: readonly string[],
-  ctx: StepContext,
+  ctx: Pick<StepContext, 'prestartAgent' | 'progress'>,
   step: string,
   request: (node: string) => AgentRequest,
-): Promise<void> {
+): Promise<PrestartedAgent[]> {
   const start = ctx.prestartAgent;
-  if (!start) return;
-  await Promise.all(
+  if (!start) return [];
+  const limit = pLimit(PRESTART_CONCURRENCY);
+  const failed: { node: string; err: unknown }[] = [];
+  const started = await Promise.all(
     nodes.map((node) =>
-      start(node, request(node)).catch((err: unknown) => {
-        ctx.progress({
-          step,
-          message: `could not pre-start the agent of node ${node} (its turn starts it): ${(err as Error).message}`,
-        });
-      }),
+      limit(() =>
+        start(node, request(node)).catch((err: unknown) => {
+          failed.push({ node, err });
+          return undefined;
+        }),
+      ),
     ),
   );
+  const [first] = failed;
+  if (first) {
+    const which =
+      failed.length === 1
+        ? `the agent of node ${first.node} (its turn starts it)`
+        : `the agents of ${failed.length} nodes, ${first.node} the first (their turns start them)`;
+    ctx.progress({ step, message: `could not pre-start ${which}: ${(first.err as Error).message}` });
+  }
+  return started.filter((p) => p !== undefined);
 }
 
 /** A node's turn: pre-start the agent of the node that takes this slot next. */
@@ -57,7 +73,7 @@ export async function prestartNext(
   request: (node: string) => AgentRequest,
 ): Promise<void> {
   const next = nextInSlot(event);
-  await prestart(next ? [next] : [], ctx, step, request);
+  await prestartAgents(next ? [next] : [], ctx, step, request);
 }
 
 /** The step before a node Map: pre-start its first batch's agents. */
@@ -68,7 +84,7 @@ export async function prestartFirst(
   request: (node: string) => AgentRequest,
 ): Promise<void> {
   if (!event.order || !event.lookahead) return;
-  await prestart(event.order.slice(0, event.lookahead), ctx, step, request);
+  await prestartAgents(event.order.slice(0, event.lookahead), ctx, step, request);
 }
 
 /**

@@ -49,6 +49,9 @@ describe('ccm-migrate plan on the AWS twin', () => {
     await expect(
       t.apps.readNamespacedDeployment({ name: 'aws-cloud-controller-manager', namespace: 'kube-system' }),
     ).rejects.toThrow();
+    // No agent pre-started: its ServiceAccount would be an identity plan created.
+    const accounts = await t.core.listNamespacedServiceAccount({ namespace: 'kube-system' });
+    expect(accounts.items.map((a) => a.metadata?.name)).not.toContain('ccm-migrate-agent');
 
     expect((await e2e.upgrade()).status).toBe('SUCCEEDED');
     const after = await planUpgrade({ clients: t, options: {}, pollMs: 10 });
