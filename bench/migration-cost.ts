@@ -42,7 +42,7 @@ interface Term {
  * - pipelined agents (lib/steps/prestart.ts): every agent Job of a control-plane move but the first and of a
  *   kubelet flip is created ahead of its turn and told to go at it (one patch each); preflight's but the
  *   first are created beside it and told to go together, their go taken back once they answered (one patch
- *   each); the agents' account applied once (ServiceAccount, Role, RoleBinding, the go ConfigMap); the go
+ *   each), the account looked for first (a run refused there removes the one it created); the agents' account applied once (ServiceAccount, Role, RoleBinding, the go ConfigMap); the go
  *   signals read and taken back once the flips are done.
  * - storage, at preflight and again at verify: PersistentVolumes and StorageClasses listed, and where one is
  *   in-tree the CSIDrivers, CSINodes and VolumeAttachments too (lib/steps/storage.ts).
@@ -93,6 +93,7 @@ function minimumUpgradeRequests(snapshot: Snapshot): Term[] {
     { verb: 'list', count: 2 * storageLists, why: 'preflight and verify: storage' },
     { verb: 'patch', count: controlPlane - 1 + nodes, why: 'pre-started agent Jobs: their go' },
     { verb: 'patch', count: 2, why: "preflight's pre-started agent Jobs: their go, given and taken back" },
+    { verb: 'get', count: 1, why: "preflight: whether the agents' account was there (a refusal removes it)" },
     { verb: 'patch', count: 4, why: 'pre-started agents: their account and go ConfigMap' },
     { verb: 'get', count: 1, why: 'go signals: read once the flips are done' },
     { verb: 'patch', count: 1, why: 'go signals: taken back' },

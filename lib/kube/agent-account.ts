@@ -71,6 +71,21 @@ async function applyAccount(clients: KubeClients, namespace: string): Promise<vo
   }
 }
 
+/** Whether the agents' account is in place (its go ConfigMap, the last of it applied). Unreadable: assumed so. */
+export async function agentAccountPresent(clients: KubeClients, namespace = 'kube-system'): Promise<boolean> {
+  const read = call(`read ConfigMap ${namespace}/${AGENT_GO_CONFIGMAP}`, () =>
+    clients.core.readNamespacedConfigMap({ name: AGENT_GO_CONFIGMAP, namespace }),
+  );
+  return read.then(
+    () => true,
+    (err: unknown) => {
+      if (httpStatus(err) === 404) return false;
+      if (httpStatus(err) === 403) return true;
+      throw err;
+    },
+  );
+}
+
 /** Make sure the pre-started agents' account and go ConfigMap are in place (a failure is not remembered). */
 export function ensureAgentAccount(clients: KubeClients, namespace: string): Promise<void> {
   return accounts.get(clients, namespace, () => applyAccount(clients, namespace));

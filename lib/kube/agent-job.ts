@@ -29,7 +29,7 @@ import {
 } from '../agent/protocol.ts';
 import { AgentFailedError, DeadlineReachedError, InvalidInputError, NotReadyYetError } from '../errors.ts';
 import { parseImageReference } from '../providers/image-overrides.ts';
-import { ensureAgentAccount, giveGoSignals, goValue } from './agent-account.ts';
+import { ensureAgentAccount, giveGoSignals, goValue, removeAgentAccount } from './agent-account.ts';
 import { refusalError } from './agent-refusal.ts';
 import { applyObjects } from './apply.ts';
 import type { KubeClients } from './clients.ts';
@@ -357,6 +357,20 @@ export async function cancelPrestartedAgentJobs(
       ),
     ),
   );
+}
+
+/**
+ * Remove the agents' account (agent-account.ts) unless an unfinished pre-started Job may still read its go
+ * (a restore queued on a node that is down): for a run refused in preflight, which pre-started agents and
+ * must leave the cluster as it found it. The next pre-start applies the account again.
+ */
+export async function removeAgentAccountUnlessAwaited(
+  clients: KubeClients,
+  namespace = 'kube-system',
+): Promise<void> {
+  const jobs = await unfinishedAgentJobs(clients, namespace);
+  if (jobs.some((job) => job.metadata?.labels?.[AGENT_PRESTARTED_LABEL])) return;
+  await removeAgentAccount(clients, namespace);
 }
 
 /** Agent Jobs that have not finished (e.g. restores queued on nodes whose kubelet is down). */

@@ -18,8 +18,8 @@ import {
   KubeApiRejectedError,
   PreflightFailedError,
 } from '../errors.ts';
-import { giveGoSignals, takeGoSignalsBack } from '../kube/agent-account.ts';
-import { cancelPrestartedAgentJobs } from '../kube/agent-job.ts';
+import { agentAccountPresent, giveGoSignals, takeGoSignalsBack } from '../kube/agent-account.ts';
+import { cancelPrestartedAgentJobs, removeAgentAccountUnlessAwaited } from '../kube/agent-job.ts';
 import { call } from '../kube/errors.ts';
 import { readSecretMetadata } from '../kube/metadata.ts';
 import { foreignObjects, MANAGED_BY } from '../kube/ownership.ts';
@@ -787,11 +787,27 @@ function refuseMissingCsi(ctx: StepContext, storage: StorageInventory, options: 
   );
 }
 
-export async function preflight(
-  event: { clusterId: string; runId: string; options: UpgradeOptions },
-  ctx: StepContext,
-): Promise<PreflightResult> {
+type PreflightEvent = { clusterId: string; runId: string; options: UpgradeOptions };
+
+export async function preflight(event: PreflightEvent, ctx: StepContext): Promise<PreflightResult> {
   const record = await ctx.store.begin({ clusterId: event.clusterId, runId: event.runId, kind: 'upgrade' });
+  // A fresh run that ends here changes nothing: an agents' account its pre-started inspections created goes
+  // again. A resumed run's later steps pre-start with it.
+  const fresh = record.snapshot === undefined && !(await agentAccountPresent(ctx.clients));
+  const plan = await planRun(event, ctx, record).catch(async (err: unknown) => {
+    if (fresh) await leaveNoAgentAccount(ctx);
+    throw err;
+  });
+  if (fresh && plan.alreadyExternal) await leaveNoAgentAccount(ctx);
+  return plan;
+}
+
+/** Preflight's examination and plan, for a run whose record was `record` when this attempt began. */
+async function planRun(
+  event: PreflightEvent,
+  ctx: StepContext,
+  record: { readonly snapshot?: unknown },
+): Promise<PreflightResult> {
   const exam = await examineCluster(ctx, event.runId, event.options).catch((err: unknown) =>
     resumedDespite(err, record.snapshot, ctx),
   );
@@ -871,6 +887,19 @@ export async function preflight(
           .join('; '),
   });
   return plan;
+}
+
+/**
+ * Remove the agents' account this preflight created, for a run that ends here (refused, or the cluster
+ * external already; a retried attempt applies it again), unless a pre-started Job still waits on it.
+ */
+async function leaveNoAgentAccount(ctx: StepContext): Promise<void> {
+  await removeAgentAccountUnlessAwaited(ctx.clients).catch((cleanup: unknown) => {
+    ctx.progress({
+      step: 'preflight',
+      message: `could not remove the agents' ServiceAccount ccm-migrate-agent: ${(cleanup as Error).message}`,
+    });
+  });
 }
 
 /**

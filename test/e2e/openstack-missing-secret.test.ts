@@ -23,21 +23,31 @@ afterEach(async () => {
 
 /**
  * What the twin stores from now on, leaving out the agent's own machinery (its bundle ConfigMap, Jobs
- * and Pods) and what nodes and controllers write anyway (heartbeats, Events).
+ * and Pods) and what nodes and controllers write anyway (heartbeats, Events); objects created and deleted
+ * again meanwhile count as no change.
  */
 function clusterChanges(e: E2E): () => string[] {
   const machinery = new Set(['jobs.batch', 'pods', 'leases.coordination.k8s.io', 'events']);
   const seen: StoreEvent[] = [];
   e.t.twin.store.subscribe((ev) => seen.push(ev));
-  return () =>
-    seen
-      .filter(
-        (ev: StoreEvent) =>
-          !machinery.has(ev.key) &&
-          !(ev.key === 'nodes' && ev.type === 'MODIFIED') &&
-          !(ev.key === 'configmaps' && ev.object.metadata.name === AGENT_CONFIGMAP),
-      )
-      .map((ev) => `${ev.type} ${ev.key} ${ev.object.metadata.namespace ?? ''}/${ev.object.metadata.name}`);
+  const id = (ev: StoreEvent) => `${ev.key} ${ev.object.metadata.namespace ?? ''}/${ev.object.metadata.name}`;
+  return () => {
+    const kept = seen.filter(
+      (ev: StoreEvent) =>
+        !machinery.has(ev.key) &&
+        !(ev.key === 'nodes' && ev.type === 'MODIFIED') &&
+        !(ev.key === 'configmaps' && ev.object.metadata.name === AGENT_CONFIGMAP),
+    );
+    // An object created and deleted again meanwhile (the agents' account, while preflight's inspections
+    // ran) is no change to the cluster.
+    const gone = new Set(
+      kept
+        .filter((ev) => ev.type === 'DELETED')
+        .map(id)
+        .filter((o) => kept.find((ev) => id(ev) === o)?.type === 'ADDED'),
+    );
+    return kept.filter((ev) => !gone.has(id(ev))).map((ev) => `${ev.type} ${id(ev)}`);
+  };
 }
 
 /**
