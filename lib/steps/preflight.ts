@@ -169,12 +169,12 @@ async function inspectNodes(
   const jobs = prestarted.map((p) => p.job);
   await giveGoSignals(ctx.clients, Object.fromEntries(prestarted.map((p) => [p.job, p.go])));
   const given = new Set(prestarted.map((p) => p.node));
-  try {
-    await Promise.all(rest.map((name) => limit(() => inspect(name, given.has(name)))));
-  } finally {
-    // Every agent of this round answered or failed: their keys would only weigh on the flips' go changes.
-    await takeGoSignalsBack(ctx.clients, jobs);
-  }
+  // Each one settled before the go is taken back: none still waiting to read it is left without.
+  const settled = await Promise.allSettled(rest.map((name) => limit(() => inspect(name, given.has(name)))));
+  // Their keys would only weigh on the flips' go changes.
+  await takeGoSignalsBack(ctx.clients, jobs);
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed) throw failed.reason;
   return { files, backups, renamed, unedited, credentials, nodeIPs };
 }
 
