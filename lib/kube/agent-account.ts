@@ -71,13 +71,19 @@ async function applyAccount(clients: KubeClients, namespace: string): Promise<vo
   }
 }
 
-/** Whether the agents' account is in place (its go ConfigMap, the last of it applied). Unreadable: assumed so. */
+/**
+ * Whether the agents' account is in place (its go ConfigMap, the last of it applied). Unreadable: assumed
+ * so. Found, it counts as put in place for these clients: a pre-start then does not read it again.
+ */
 export async function agentAccountPresent(clients: KubeClients, namespace = 'kube-system'): Promise<boolean> {
   const read = call(`read ConfigMap ${namespace}/${AGENT_GO_CONFIGMAP}`, () =>
     clients.core.readNamespacedConfigMap({ name: AGENT_GO_CONFIGMAP, namespace }),
   );
   return read.then(
-    () => true,
+    () => {
+      void accounts.get(clients, namespace, () => Promise.resolve());
+      return true;
+    },
     (err: unknown) => {
       if (httpStatus(err) === 404) return false;
       if (httpStatus(err) === 403) return true;

@@ -152,18 +152,17 @@ async function inspectNodes(
   // together once the first answered, or deleted unrun if it did not.
   const [first, ...rest] = nodes.map(nodeName);
   const prestarting = prestartAgents(rest, ctx, 'preflight', requestOf);
-  try {
-    if (first)
-      await besidePrestart(
-        inspect(first),
-        prestarting.then(() => undefined),
+  if (first) {
+    await besidePrestart(
+      inspect(first),
+      prestarting.then(() => undefined),
+    ).catch(async (err: unknown) => {
+      await cancelPrestartedAgentJobs(
+        ctx.clients,
+        (await prestarting).map((p) => p.job),
       );
-  } catch (err) {
-    await cancelPrestartedAgentJobs(
-      ctx.clients,
-      (await prestarting).map((p) => p.job),
-    );
-    throw err;
+      throw err;
+    });
   }
   const prestarted = await prestarting;
   const jobs = prestarted.map((p) => p.job);
@@ -793,12 +792,12 @@ export async function preflight(event: PreflightEvent, ctx: StepContext): Promis
   const record = await ctx.store.begin({ clusterId: event.clusterId, runId: event.runId, kind: 'upgrade' });
   // A fresh run that ends here changes nothing: an agents' account its pre-started inspections created goes
   // again. A resumed run's later steps pre-start with it.
-  const fresh = record.snapshot === undefined && !(await agentAccountPresent(ctx.clients));
+  const createsAccount = record.snapshot === undefined && !(await agentAccountPresent(ctx.clients));
   const plan = await planRun(event, ctx, record).catch(async (err: unknown) => {
-    if (fresh) await leaveNoAgentAccount(ctx);
+    if (createsAccount) await leaveNoAgentAccount(ctx);
     throw err;
   });
-  if (fresh && plan.alreadyExternal) await leaveNoAgentAccount(ctx);
+  if (createsAccount && plan.alreadyExternal) await leaveNoAgentAccount(ctx);
   return plan;
 }
 
